@@ -1,0 +1,113 @@
+package checker
+
+import (
+	"time"
+)
+
+// Outcome is a check's verdict. Unknown is a verdict of its own (a checker timeout, a history too
+// incomplete to judge): it never counts as a pass.
+type Outcome string
+
+// Outcomes.
+const (
+	Pass     Outcome = "pass"
+	Violated Outcome = "violated"
+	Unknown  Outcome = "unknown"
+	Skipped  Outcome = "skipped" // not applicable to this scenario, or an assumption it rests on failed
+)
+
+// Invariant names, as they appear in results, reports and --expect lists.
+const (
+	InvAssumptions  = "assumptions"
+	InvSinglePoller = "single-poller"
+	InvLinearizable = "linearizability"
+	InvFailover     = "failover"
+	InvBalance      = "balance"
+	InvFencing      = "fencing"
+	InvLiveness     = "liveness"
+)
+
+// Result is the verdict of one invariant over one history.
+type Result struct {
+	// Invariant is one of the Inv* names.
+	Invariant string `json:"invariant"`
+	// Outcome is the verdict.
+	Outcome Outcome `json:"outcome"`
+	// Message explains the verdict in one or two sentences a person can act on.
+	Message string `json:"message"`
+	// Violations lists each individual violation (capped; see Truncated).
+	Violations []Violation `json:"violations,omitempty"`
+	// Truncated counts violations beyond those listed.
+	Truncated int `json:"truncated,omitempty"`
+	// Duration is how long the check took.
+	Duration time.Duration `json:"duration"`
+}
+
+// Violation is one instance of an invariant failing, located in time and tied to the events involved.
+type Violation struct {
+	// At is the run time at which the violation happened (e.g. the start of the second, overlapping poll).
+	At time.Duration `json:"at"`
+	// Endpoint is the endpoint concerned, if any.
+	Endpoint string `json:"endpoint,omitempty"`
+	// Instances are the instances involved.
+	Instances []string `json:"instances,omitempty"`
+	// Message describes this violation.
+	Message string `json:"message"`
+	// Events are the Seq numbers of the history events that show it.
+	Events []int64 `json:"events,omitempty"`
+	// ReachedResource is set, for single-poller violations, when the offending poll reached the resource;
+	// false means it was refused by fencing (safe, reported separately).
+	ReachedResource bool `json:"reached_resource,omitempty"`
+}
+
+// Failover is one measured takeover after a fault.
+type Failover struct {
+	// FaultID is the fault's ID in the history.
+	FaultID string `json:"fault_id"`
+	// Fault is the fault's name.
+	Fault string `json:"fault"`
+	// Endpoint is the affected endpoint.
+	Endpoint string `json:"endpoint"`
+	// From is the instance that held it; To the one that polled it next (empty if none did).
+	From string `json:"from"`
+	To   string `json:"to,omitempty"`
+	// FaultAt is when the fault began; PolledAt when the endpoint was next polled by a live instance.
+	FaultAt  time.Duration `json:"fault_at"`
+	PolledAt time.Duration `json:"polled_at,omitempty"`
+	// Latency is PolledAt-FaultAt; negative when the endpoint was never polled again.
+	Latency time.Duration `json:"latency"`
+	// Bound is the acceptable latency.
+	Bound time.Duration `json:"bound"`
+}
+
+// BalanceSample is the number of endpoints each instance held at one moment.
+type BalanceSample struct {
+	At      time.Duration  `json:"at"`
+	PerInst map[string]int `json:"per_instance"`
+	// Ideal is endpoints / live instances.
+	Ideal float64 `json:"ideal"`
+}
+
+// Report is the checker's full output for one history.
+type Report struct {
+	// Results holds one entry per invariant, in the order checked.
+	Results []Result `json:"results"`
+	// Failovers lists every measured takeover.
+	Failovers []Failover `json:"failovers,omitempty"`
+	// Balance samples ownership over time (from polls and beliefs).
+	Balance []BalanceSample `json:"balance,omitempty"`
+	// Ops counts backend operations; Polls counts polls; Refused counts polls refused by fencing.
+	Ops     int `json:"ops"`
+	Polls   int `json:"polls"`
+	Refused int `json:"refused"`
+}
+
+// OK reports whether every result passed or was skipped.
+func (r Report) OK() bool {
+	for _, res := range r.Results {
+		if res.Outcome == Violated || res.Outcome == Unknown {
+			return false
+		}
+	}
+	return true
+}

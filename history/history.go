@@ -1,0 +1,180 @@
+// Package history is the recorded account of one harness run: every backend operation on lease keys,
+// every poll that reached (or was refused by) a simulated endpoint, every fault, every instance lifecycle
+// change and every ownership belief a system under test reported.
+//
+// A history is the single interface between the simulator (which writes it), the checker (which judges
+// it) and the reports (which draw it). It is saved as JSON Lines: the first line is the Meta header, every
+// further line one Event. A saved history can be re-checked without the simulator.
+//
+// All times are durations since the start of the run on the harness's monotonic clock, never wall-clock
+// readings, so events from different instances (which may run drifting clocks) are comparable.
+package history
+
+import (
+	"time"
+)
+
+// SchemaVersion is written into every Meta header. Readers refuse a history with a newer major version.
+const SchemaVersion = 1
+
+// Kind names what an Event records.
+type Kind string
+
+// The event kinds.
+const (
+	KindOp        Kind = "op"        // a backend operation (Redis command or PostgreSQL call)
+	KindPoll      Kind = "poll"      // a poll of a simulated endpoint, or a leader action on a resource
+	KindFault     Kind = "fault"     // a fault window [At, End]
+	KindLifecycle Kind = "lifecycle" // an instance started, stopped, crashed, restarted, paused, resumed
+	KindBelief    Kind = "belief"    // the system under test reported gaining or losing ownership
+	KindSession   Kind = "session"   // a poll target was added, paused, resumed or removed
+	KindNote      Kind = "note"      // free-form marker (phase changes such as "steady" windows)
+)
+
+// Event is one line of a history. Exactly one of the typed payloads is set, matching Kind.
+type Event struct {
+	// Seq is the position in the history, assigned by the recorder; unique and increasing.
+	Seq int64 `json:"seq"`
+	// Kind says which payload is set.
+	Kind Kind `json:"kind"`
+	// At is when the event began: an op's call, a poll's start, a fault's start.
+	At time.Duration `json:"at"`
+	// End is when it ended: an op's return, a poll's end, a fault's end. Zero for instantaneous events.
+	// For an operation whose outcome is unknown End is Infinity.
+	End time.Duration `json:"end,omitempty"`
+	// Instance is the instance the event belongs to, if any.
+	Instance string `json:"instance,omitempty"`
+	// Endpoint is the endpoint (lease key subject, or election role) the event concerns, if any.
+	Endpoint string `json:"endpoint,omitempty"`
+
+	Op        *Op        `json:"op,omitempty"`
+	Poll      *Poll      `json:"poll,omitempty"`
+	Fault     *Fault     `json:"fault,omitempty"`
+	Lifecycle *Lifecycle `json:"lifecycle,omitempty"`
+	Belief    *Belief    `json:"belief,omitempty"`
+	Session   *Session   `json:"session,omitempty"`
+	Note      string     `json:"note,omitempty"`
+}
+
+// Infinity marks the End of an operation whose outcome was never observed (timeout, lost reply, crash).
+// It follows porcupine's convention for a call that may take effect at any later time.
+const Infinity = time.Duration(1<<63 - 1)
+
+// OpKind is the meaning of a backend operation in the lease model.
+type OpKind string
+
+// Operation kinds understood by the linearizability model. Anything else is OpOther and is kept in the
+// history for the reader but not modelled.
+const (
+	OpAcquire OpKind = "acquire" // set key to owner with TTL if absent (or already ours)
+	OpRenew   OpKind = "renew"   // extend TTL if key holds owner
+	OpRelease OpKind = "release" // delete key if it holds owner
+	OpRead    OpKind = "read"    // read current owner
+	OpOther   OpKind = "other"   // recorded, not modelled (fencing counters, heartbeats, scans)
+)
+
+// Op is a backend operation as the instance's client saw it.
+type Op struct {
+	// Kind is the operation's meaning in the model.
+	Kind OpKind `json:"kind"`
+	// Key is the backend key (for Redis) or lock name (for PostgreSQL).
+	Key string `json:"key"`
+	// Owner is the owner value the operation wrote or compared against.
+	Owner string `json:"owner,omitempty"`
+	// TTL is the time-to-live the operation set, if any.
+	TTL time.Duration `json:"ttl,omitempty"`
+	// Command is the raw command name and arguments, for the reader (scripts abbreviated).
+	Command string `json:"command,omitempty"`
+	// OK says whether the operation succeeded (acquired, renewed, released). Meaningless when Unknown.
+	OK bool `json:"ok"`
+	// Value is what a read returned ("" for no key).
+	Value string `json:"value,omitempty"`
+	// Unknown is set when no reply was seen: the operation may or may not have taken effect.
+	Unknown bool `json:"unknown,omitempty"`
+	// Err is the client-side error text, if any.
+	Err string `json:"err,omitempty"`
+}
+
+// PollOutcome says what became of a poll.
+type PollOutcome string
+
+// Poll outcomes.
+const (
+	PollOK        PollOutcome = "ok"        // reached the resource and completed
+	PollCancelled PollOutcome = "cancelled" // reached the resource, cut short by the poll's context
+	PollRefused   PollOutcome = "refused"   // arrived with a stale fencing token and was refused
+	PollFailed    PollOutcome = "failed"    // reached the resource and failed for another reason
+)
+
+// Poll is one visit of an instance to an endpoint (or one action of a leader on its resource).
+// At is its arrival at the resource, End its completion.
+type Poll struct {
+	// Token is the fencing token the instance presented; 0 when it presented none.
+	Token uint64 `json:"token"`
+	// Outcome is what the resource made of it.
+	Outcome PollOutcome `json:"outcome"`
+	// MaxToken is the highest token the resource had seen for this endpoint when the poll arrived.
+	MaxToken uint64 `json:"max_token,omitempty"`
+}
+
+// Fault describes one injected fault window.
+type Fault struct {
+	// ID identifies the fault within the run ("f3").
+	ID string `json:"id"`
+	// Name is the fault type ("crash", "partition", "redis-restart", ...).
+	Name string `json:"name"`
+	// Targets are the instances affected; empty means the backend or every instance.
+	Targets []string `json:"targets,omitempty"`
+	// Params are the fault's parameters for the reader ("latency=200ms", "direction=replies").
+	Params map[string]string `json:"params,omitempty"`
+	// Wipes is set when the fault erased the backend's data (Redis restarted empty).
+	Wipes bool `json:"wipes,omitempty"`
+	// Removes is set when the fault removes the targets from the fleet for good (crash, stop): their
+	// endpoints must then fail over to live instances.
+	Removes bool `json:"removes,omitempty"`
+}
+
+// LifecycleChange names an instance lifecycle transition.
+type LifecycleChange string
+
+// Lifecycle transitions.
+const (
+	LifeStarted LifecycleChange = "started"
+	LifeStopped LifecycleChange = "stopped" // graceful stop completed
+	LifeCrashed LifecycleChange = "crashed" // killed without release
+	LifePaused  LifecycleChange = "paused"  // frozen (GC-like pause)
+	LifeResumed LifecycleChange = "resumed"
+)
+
+// Lifecycle is an instance lifecycle change.
+type Lifecycle struct {
+	Change LifecycleChange `json:"change"`
+	// ReplacedBy is set on a crash or stop that is part of a restart with a new instance ID.
+	ReplacedBy string `json:"replaced_by,omitempty"`
+}
+
+// Belief is an ownership belief change the system under test reported.
+type Belief struct {
+	// Held is true when the instance now believes it holds the endpoint, false when it stopped believing.
+	Held bool `json:"held"`
+	// Token is the fencing token of the holding, if the system has one.
+	Token uint64 `json:"token,omitempty"`
+	// Reason says why a belief ended ("released", "expired", "lost", "stopped") or began ("acquired").
+	Reason string `json:"reason,omitempty"`
+}
+
+// SessionChange names a change to a poll target.
+type SessionChange string
+
+// Session changes.
+const (
+	SessionAdded   SessionChange = "added"
+	SessionPaused  SessionChange = "paused"
+	SessionResumed SessionChange = "resumed"
+	SessionRemoved SessionChange = "removed"
+)
+
+// Session is a change to a poll target made by the harness.
+type Session struct {
+	Change SessionChange `json:"change"`
+}

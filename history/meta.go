@@ -1,0 +1,61 @@
+package history
+
+import "time"
+
+// Meta is the header of a history: what was run, with which parameters and which seed. The checker takes
+// its bounds from here, so a saved history is judged exactly as it was when it was recorded.
+type Meta struct {
+	// Schema is SchemaVersion at the time of writing.
+	Schema int `json:"schema"`
+	// Scenario is the scenario's name.
+	Scenario string `json:"scenario"`
+	// Suite is the suite the scenario ran in, if any.
+	Suite string `json:"suite,omitempty"`
+	// System is the name of the system under test ("reference", "broken-no-deadline", ...).
+	System string `json:"system"`
+	// Kind is "lease" or "election".
+	Kind string `json:"kind"`
+	// Backend describes the backend ("redis-server 7.0.15 on 127.0.0.1:40123", "miniredis", ...).
+	Backend string `json:"backend"`
+	// Seed drives every random choice of the run.
+	Seed int64 `json:"seed"`
+	// TimeScale multiplies every spec duration (0.1 runs ten times faster).
+	TimeScale float64 `json:"time_scale"`
+	// Instances is the initial fleet size; Endpoints the number of poll targets (roles for election).
+	Instances int `json:"instances"`
+	Endpoints int `json:"endpoints"`
+	// LeaseTTL is the lease TTL at this time scale.
+	LeaseTTL time.Duration `json:"lease_ttl"`
+	// FailoverBound is the longest acceptable time from a fault to the next poll of an affected endpoint
+	// by a live instance, at this time scale.
+	FailoverBound time.Duration `json:"failover_bound"`
+	// PollInterval is how often a holder polls each endpoint it holds, at this time scale.
+	PollInterval time.Duration `json:"poll_interval"`
+	// Fencing is set when the simulated endpoints refused stale tokens.
+	Fencing bool `json:"fencing"`
+	// Steady lists the windows in which the fleet is expected to be settled: balance and liveness are
+	// judged there.
+	Steady []Window `json:"steady,omitempty"`
+	// ExpectBalance is set when the scenario expects ±1 balance in steady windows.
+	ExpectBalance bool `json:"expect_balance,omitempty"`
+	// Duration is how long the run lasted.
+	Duration time.Duration `json:"duration"`
+	// StartedAt is the wall-clock start, for the reader only.
+	StartedAt time.Time `json:"started_at"`
+	// Command reproduces the run.
+	Command string `json:"command,omitempty"`
+	// Interrupted is set when the run was stopped early (Ctrl-C): the history is partial.
+	Interrupted bool `json:"interrupted,omitempty"`
+	// Expect holds the invariants this scenario is expected to violate (for regression scenarios of
+	// broken systems); empty for ordinary scenarios.
+	Expect []string `json:"expect,omitempty"`
+}
+
+// Window is an interval of run time.
+type Window struct {
+	From time.Duration `json:"from"`
+	To   time.Duration `json:"to"`
+}
+
+// Contains reports whether t lies in [From, To].
+func (w Window) Contains(t time.Duration) bool { return t >= w.From && t <= w.To }

@@ -1,0 +1,163 @@
+package history
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"sync"
+	"time"
+)
+
+// Recorder collects the events of one run. It is safe for concurrent use. Times come from the function
+// passed to NewRecorder, so tests can drive it by hand.
+type Recorder struct {
+	since func() time.Duration
+
+	mu     sync.Mutex
+	seq    int64
+	events []Event
+}
+
+// NewRecorder returns a recorder whose clock is since: the time elapsed since the start of the run on
+// the harness's monotonic clock.
+func NewRecorder(since func() time.Duration) *Recorder {
+	return &Recorder{since: since}
+}
+
+// NewRecorderFrom returns a recorder that measures time from start on the real monotonic clock.
+func NewRecorderFrom(start time.Time) *Recorder {
+	return NewRecorder(func() time.Duration { return time.Since(start) })
+}
+
+// Now returns the recorder's current time.
+func (r *Recorder) Now() time.Duration { return r.since() }
+
+// Add appends e, assigning its Seq, and returns the Seq.
+func (r *Recorder) Add(e Event) int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.seq++
+	e.Seq = r.seq
+	r.events = append(r.events, e)
+	return e.Seq
+}
+
+// Events returns a copy of the events so far, sorted by At (then Seq).
+func (r *Recorder) Events() []Event {
+	r.mu.Lock()
+	out := make([]Event, len(r.events))
+	copy(out, r.events)
+	r.mu.Unlock()
+	Sort(out)
+	return out
+}
+
+// Len returns the number of events recorded.
+func (r *Recorder) Len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.events)
+}
+
+// Sort orders events by At, then Seq.
+func Sort(events []Event) {
+	sort.SliceStable(events, func(i, j int) bool {
+		if events[i].At != events[j].At {
+			return events[i].At < events[j].At
+		}
+		return events[i].Seq < events[j].Seq
+	})
+}
+
+// History is a header and its events, as saved.
+type History struct {
+	Meta   Meta
+	Events []Event
+}
+
+// Write writes h as JSON Lines: the Meta header first, then one event per line.
+func Write(w io.Writer, h History) error {
+	bw := bufio.NewWriter(w)
+	enc := json.NewEncoder(bw)
+	meta := h.Meta
+	if meta.Schema == 0 {
+		meta.Schema = SchemaVersion
+	}
+	if err := enc.Encode(meta); err != nil {
+		return fmt.Errorf("history: write header: %w", err)
+	}
+	for i := range h.Events {
+		if err := enc.Encode(&h.Events[i]); err != nil {
+			return fmt.Errorf("history: write event %d: %w", h.Events[i].Seq, err)
+		}
+	}
+	return bw.Flush()
+}
+
+// WriteFile saves h to path.
+func WriteFile(path string, h History) (err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("history: %w", err)
+	}
+	defer func() { err = errors.Join(err, f.Close()) }()
+	return Write(f, h)
+}
+
+// ErrSchema is returned for a history written by a newer, incompatible version.
+var ErrSchema = errors.New("history: unsupported schema version")
+
+// Read parses a history written by Write. Events are returned sorted by At.
+func Read(r io.Reader) (History, error) {
+	var h History
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024)
+	line := 0
+	for sc.Scan() {
+		line++
+		b := sc.Bytes()
+		if len(b) == 0 {
+			continue
+		}
+		if line == 1 {
+			if err := json.Unmarshal(b, &h.Meta); err != nil {
+				return h, fmt.Errorf("history: line 1 (header): %w", err)
+			}
+			if h.Meta.Schema > SchemaVersion {
+				return h, fmt.Errorf("%w %d (this build reads up to %d): re-check with a newer simrun", ErrSchema, h.Meta.Schema, SchemaVersion)
+			}
+			continue
+		}
+		var e Event
+		if err := json.Unmarshal(b, &e); err != nil {
+			return h, fmt.Errorf("history: line %d: %w", line, err)
+		}
+		h.Events = append(h.Events, e)
+	}
+	if err := sc.Err(); err != nil {
+		return h, fmt.Errorf("history: line %d: %w", line+1, err)
+	}
+	if line == 0 {
+		return h, errors.New("history: empty file: expected a header line")
+	}
+	Sort(h.Events)
+	return h, nil
+}
+
+// ReadFile loads a history saved by WriteFile.
+func ReadFile(path string) (History, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return History{}, fmt.Errorf("history: %w", err)
+	}
+	defer f.Close()
+	h, err := Read(f)
+	if err != nil {
+		return h, fmt.Errorf("%s: %w", path, err)
+	}
+	return h, nil
+}

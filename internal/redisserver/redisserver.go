@@ -1,0 +1,334 @@
+// Package redisserver starts a private redis-server for tests and for the harness: on a free loopback port,
+// in its own temporary directory, with persistence off, dying with its parent. The server can be stopped,
+// killed, paused (SIGSTOP), resumed and restarted on the same port with an empty dataset: the faults the
+// harness injects.
+package redisserver
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// ErrNoBinary is returned when no redis-server executable can be found.
+var ErrNoBinary = errors.New("redisserver: redis-server not found on PATH (install it: apt-get install redis-server, or brew install redis)")
+
+// Options configure a server. The zero value is usable.
+type Options struct {
+	// Binary is the redis-server executable; default: "redis-server" from PATH.
+	Binary string
+	// Port to listen on; 0 picks a free one.
+	Port int
+	// StartTimeout bounds the wait for the first PONG; default 10s.
+	StartTimeout time.Duration
+	// Args are extra arguments appended to the command line (e.g. "--maxmemory", "10mb").
+	Args []string
+}
+
+// Server is a running (or stopped) private redis-server.
+type Server struct {
+	opts Options
+	bin  string
+	dir  string
+	port int
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{}
+	paused bool
+	closed bool
+}
+
+// Available reports whether a redis-server binary can be found, and its path.
+func Available() (string, bool) {
+	p, err := exec.LookPath("redis-server")
+	return p, err == nil
+}
+
+// Start launches a server and waits until it answers PING.
+func Start(opts Options) (*Server, error) {
+	bin := opts.Binary
+	if bin == "" {
+		p, ok := Available()
+		if !ok {
+			return nil, ErrNoBinary
+		}
+		bin = p
+	}
+	if opts.StartTimeout <= 0 {
+		opts.StartTimeout = 10 * time.Second
+	}
+	dir, err := os.MkdirTemp("", "tenure-redis-")
+	if err != nil {
+		return nil, fmt.Errorf("redisserver: temp dir: %w", err)
+	}
+	s := &Server{opts: opts, bin: bin, dir: dir, port: opts.Port}
+	// A free port can be taken between our probe and redis's bind: try a few.
+	var lastErr error
+	for attempt := 0; attempt < 5; attempt++ {
+		if opts.Port == 0 {
+			p, err := FreePort()
+			if err != nil {
+				lastErr = err
+				continue
+			}
+			s.port = p
+		}
+		if lastErr = s.launch(); lastErr == nil {
+			return s, nil
+		}
+		if opts.Port != 0 {
+			break
+		}
+	}
+	_ = os.RemoveAll(dir)
+	return nil, lastErr
+}
+
+// FreePort asks the kernel for a free loopback TCP port.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("redisserver: find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func (s *Server) launch() error {
+	args := []string{
+		"--port", strconv.Itoa(s.port),
+		"--bind", "127.0.0.1",
+		"--save", "",
+		"--appendonly", "no",
+		"--dir", s.dir,
+		"--daemonize", "no",
+		"--protected-mode", "no",
+		"--loglevel", "warning",
+		"--logfile", filepath.Join(s.dir, "redis.log"),
+	}
+	args = append(args, s.opts.Args...)
+	cmd := exec.Command(s.bin, args...)
+	// Die with the parent, even when the parent is SIGKILLed; own process group so Ctrl-C in a
+	// terminal reaches the harness first and the harness decides when the server stops.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("redisserver: start %s: %w", s.bin, err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+
+	s.mu.Lock()
+	s.cmd, s.exited, s.paused = cmd, exited, false
+	s.mu.Unlock()
+
+	deadline := time.Now().Add(s.opts.StartTimeout)
+	for {
+		if err := ping(s.Addr(), 200*time.Millisecond); err == nil {
+			return nil
+		}
+		select {
+		case <-exited:
+			return fmt.Errorf("redisserver: redis-server exited during start on port %d: %s", s.port, s.logTail())
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			<-exited
+			return fmt.Errorf("redisserver: redis-server on port %d did not answer PING within %s: %s", s.port, s.opts.StartTimeout, s.logTail())
+		}
+	}
+}
+
+func (s *Server) logTail() string {
+	b, err := os.ReadFile(filepath.Join(s.dir, "redis.log"))
+	if err != nil || len(b) == 0 {
+		return "(no log)"
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) > 5 {
+		lines = lines[len(lines)-5:]
+	}
+	return strings.Join(lines, " | ")
+}
+
+func ping(addr string, timeout time.Duration) error {
+	c, err := net.DialTimeout("tcp", addr, timeout)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(timeout))
+	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if !strings.HasPrefix(line, "+PONG") {
+		return fmt.Errorf("unexpected reply %q", line)
+	}
+	return nil
+}
+
+// Addr returns host:port.
+func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
+
+// Port returns the listening port.
+func (s *Server) Port() int { return s.port }
+
+// Running reports whether the process is alive (paused counts as alive).
+func (s *Server) Running() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return false
+	}
+	select {
+	case <-s.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+func (s *Server) signal(sig syscall.Signal) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return errors.New("redisserver: not running")
+	}
+	select {
+	case <-s.exited:
+		return errors.New("redisserver: not running")
+	default:
+	}
+	return s.cmd.Process.Signal(sig)
+}
+
+// Pause freezes the server (SIGSTOP): connections stay open, nothing is answered.
+func (s *Server) Pause() error {
+	if err := s.signal(syscall.SIGSTOP); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.paused = true
+	s.mu.Unlock()
+	return nil
+}
+
+// Resume continues a paused server (SIGCONT).
+func (s *Server) Resume() error {
+	if err := s.signal(syscall.SIGCONT); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.paused = false
+	s.mu.Unlock()
+	return nil
+}
+
+// Kill ends the server with SIGKILL and waits for it to exit. The dataset is lost.
+func (s *Server) Kill() error { return s.end(syscall.SIGKILL, 5*time.Second) }
+
+// Stop ends the server with SIGTERM (SIGKILL if it does not exit within 5s) and waits.
+func (s *Server) Stop() error { return s.end(syscall.SIGTERM, 5*time.Second) }
+
+func (s *Server) end(sig syscall.Signal, grace time.Duration) error {
+	s.mu.Lock()
+	cmd, exited, paused := s.cmd, s.exited, s.paused
+	s.mu.Unlock()
+	if cmd == nil {
+		return nil
+	}
+	select {
+	case <-exited:
+		return nil
+	default:
+	}
+	_ = cmd.Process.Signal(sig)
+	if paused {
+		_ = cmd.Process.Signal(syscall.SIGCONT)
+	}
+	select {
+	case <-exited:
+	case <-time.After(grace):
+		_ = cmd.Process.Kill()
+		<-exited
+	}
+	s.mu.Lock()
+	s.paused = false
+	s.mu.Unlock()
+	return nil
+}
+
+// Restart kills the server and starts a new one on the same port with an empty dataset, as after a crash
+// of a Redis without persistence.
+func (s *Server) Restart() error {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return errors.New("redisserver: closed")
+	}
+	if err := s.Kill(); err != nil {
+		return err
+	}
+	var err error
+	// The port can linger briefly after a kill; retry the bind for a short while.
+	for i := 0; i < 20; i++ {
+		if err = s.launch(); err == nil {
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return err
+}
+
+// Start starts a server that was stopped or killed, on the same port.
+func (s *Server) Start() error {
+	if s.Running() {
+		return nil
+	}
+	return s.Restart()
+}
+
+// Close kills the server and removes its directory. It is safe to call more than once.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	err := s.Kill()
+	return errors.Join(err, os.RemoveAll(s.dir))
+}
+
+// Version runs the binary with --version and returns its first line.
+func Version(ctx context.Context, bin string) (string, error) {
+	if bin == "" {
+		p, ok := Available()
+		if !ok {
+			return "", ErrNoBinary
+		}
+		bin = p
+	}
+	out, err := exec.CommandContext(ctx, bin, "--version").Output()
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(strings.SplitN(string(out), "\n", 2)[0]), nil
+}

@@ -1,0 +1,87 @@
+package sim
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tenurelabs/tenure/clock"
+	"github.com/tenurelabs/tenure/history"
+)
+
+// System is a lease implementation under test. The harness builds one Instance per virtual instance and
+// drives it through the scenario's faults. Tenure's reference manager is one System (Reference); a user
+// plugs in their own by implementing this interface and registering it (see Register).
+type System interface {
+	// Name identifies the system in reports and on the command line.
+	Name() string
+	// NewInstance builds one instance from cfg. It must not touch the backend before Start.
+	NewInstance(cfg InstanceConfig) (Instance, error)
+}
+
+// Instance is one running member of a fleet.
+type Instance interface {
+	// Start begins work: registration, acquisition, polling. It returns once the instance is running;
+	// work continues in the background until Stop or until ctx is cancelled.
+	//
+	// Cancelling ctx is how the harness crashes an instance: the instance must stop all work promptly
+	// and must not release anything on the way out (a crashed process releases nothing). The harness
+	// also cuts the instance's network before cancelling, so nothing it sends afterwards arrives.
+	Start(ctx context.Context) error
+	// Stop shuts the instance down gracefully: finish in-flight polls, release leases, deregister.
+	Stop(ctx context.Context) error
+}
+
+// InstanceConfig is everything the harness hands an instance. Systems must take all time from Clock,
+// all Redis access through Client and every poll through Poll, or the harness cannot see what they do.
+type InstanceConfig struct {
+	// ID is the instance's identity (hostname-bootUnixNano-8hex for the reference).
+	ID string
+	// Client reaches Redis through this instance's own fault-injecting proxy, with a recording hook.
+	Client redis.UniversalClient
+	// Clock is this instance's clock (real, or drifting).
+	Clock clock.Clock
+	// Timing holds the scenario's durations at the run's time scale.
+	Timing Timing
+	// KeyPrefix namespaces lease, heartbeat and fencing keys ("poll:" by default; per run on an external
+	// Redis).
+	KeyPrefix string
+	// SessionPrefix is where poll targets live ("session:" by default): session:<id> = {"id":..,"paused":..}.
+	SessionPrefix string
+	// Poll visits an endpoint of the simulated endpoint service with a fencing token (0 for none). It
+	// returns when the poll completes, is refused, or ctx ends.
+	Poll func(ctx context.Context, endpoint string, token uint64) error
+	// Observe receives ownership belief changes; implementations should report them (optional but
+	// it makes reports far more useful).
+	Observe func(endpoint string, b history.Belief)
+	// Logger receives the instance's structured logs.
+	Logger *slog.Logger
+}
+
+// Timing is the set of durations a scenario runs with, already multiplied by the time scale.
+type Timing struct {
+	LeaseTTL          time.Duration
+	RenewInterval     time.Duration
+	HeartbeatInterval time.Duration
+	HeartbeatTTL      time.Duration
+	DiscoveryInterval time.Duration
+	PollInterval      time.Duration
+	// PollDuration is how long one poll of the simulated endpoint takes.
+	PollDuration time.Duration
+	// OpTimeout bounds each Redis call.
+	OpTimeout time.Duration
+	// DriftBound is the clock drift rate the system must tolerate (e.g. 0.01 for 1%).
+	DriftBound float64
+}
+
+// OpClassifier is an optional capability of a System: it tells the recorder what a Redis command means
+// in the lease model (acquire, renew, release, read). Commands it does not claim fall back to the
+// built-in classifier, which understands SET NX PX/EX, SET XX, PEXPIRE/EXPIRE, DEL and GET. Scripts
+// (EVAL/EVALSHA) are only modelled when a classifier claims them.
+type OpClassifier interface {
+	// Classify returns the model operation for args (as go-redis Cmder.Args) and its reply. ok is false
+	// for commands it does not recognise. reply is nil and err is set when no reply was seen.
+	Classify(args []any, reply any, err error) (op history.Op, ok bool)
+}
