@@ -1,0 +1,103 @@
+// Package chaos holds the faults Tenure injects and the seeded schedules that order them.
+//
+// A Fault acts on an Env, which the simulator implements: its instances, their links to the backend
+// (toxiproxy proxies, see Link), their clocks, the backend process and the poll targets. Each fault type
+// lives in a file of its own. A Schedule is data — a list of Steps at spec times — so the same seed always
+// yields the same schedule, which is printed and saved with every run.
+package chaos
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// ErrUnsupported is returned by a fault the backend or environment cannot carry out (pausing an
+// external Redis, for example). The run fails with a setup error rather than pretending.
+var ErrUnsupported = errors.New("chaos: fault not supported here")
+
+// ErrNoTarget is returned when a fault names an instance slot that is not live at that moment.
+var ErrNoTarget = errors.New("chaos: no live instance in that slot")
+
+// Env is what faults act on. Instance IDs name instances; slots (0-based, in start order among the
+// live instances) are how schedules name them, so a schedule does not depend on generated IDs.
+type Env interface {
+	// Live returns the live instances' IDs in start order.
+	Live() []string
+	// Crash kills an instance: its link is cut, its work stops, it releases nothing.
+	Crash(id string) error
+	// Stop shuts an instance down gracefully.
+	Stop(ctx context.Context, id string) error
+	// StartInstance adds a new instance to the fleet and returns its ID.
+	StartInstance(ctx context.Context) (string, error)
+	// Freeze suspends an instance as a long GC pause would: its next poll blocks after the decision to
+	// poll and before it reaches the endpoint, and its link carries nothing. Thaw lets it carry on.
+	Freeze(id string) error
+	Thaw(id string) error
+	// SetClockRate makes an instance's clock run at rate times real time.
+	SetClockRate(id string, rate float64) error
+	// Link returns the instance's link to the backend.
+	Link(id string) (Link, error)
+	// Backend returns the backend's process controls.
+	Backend() Backend
+	// Sessions returns the poll targets' controls.
+	Sessions() Sessions
+}
+
+// Backend controls the backend process. Methods return ErrUnsupported where the backend is not ours.
+type Backend interface {
+	// Kill ends the process; its data is lost.
+	Kill() error
+	// Start starts a killed backend again on the same address, empty.
+	Start() error
+	// Restart is Kill then Start.
+	Restart() error
+	// Pause freezes the process (SIGSTOP); Resume continues it.
+	Pause() error
+	Resume() error
+}
+
+// Sessions controls the poll targets. IDs are endpoint IDs.
+type Sessions interface {
+	Add(ctx context.Context, id string) error
+	Pause(ctx context.Context, id string) error
+	Resume(ctx context.Context, id string) error
+	Remove(ctx context.Context, id string) error
+	// Restore writes every current session again (after the backend lost its data).
+	Restore(ctx context.Context) error
+	// IDs lists the current sessions, in creation order.
+	IDs() []string
+}
+
+// Applied describes a fault as it was carried out, for the history.
+type Applied struct {
+	// Targets are the instance IDs affected; empty for backend-wide faults.
+	Targets []string
+	// Params describe the fault for the reader.
+	Params map[string]string
+	// Wipes is set when the backend's data was erased.
+	Wipes bool
+	// Removes is set when the targets left the fleet for good.
+	Removes bool
+}
+
+// Fault is one kind of fault. Apply injects it and returns the function that ends it (nil for an
+// instantaneous fault such as a crash). Implementations must be safe to call with a cancelled context on
+// the way out: the scheduler ends every open fault when a run stops.
+type Fault interface {
+	// Name is the fault type's name in schedules and reports.
+	Name() string
+	// Apply injects the fault now.
+	Apply(ctx context.Context, env Env) (end func(context.Context) error, applied Applied, err error)
+}
+
+// slotID resolves a slot to a live instance ID.
+func slotID(env Env, slot int) (string, error) {
+	live := env.Live()
+	if slot < 0 || slot >= len(live) {
+		return "", ErrNoTarget
+	}
+	return live[slot], nil
+}
+
+func ms(d time.Duration) string { return d.Round(time.Millisecond).String() }

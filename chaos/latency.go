@@ -1,0 +1,49 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Latency slows the links of the instance in Slot (every live instance when Slot < 0) by Latency ±
+// Jitter per round trip.
+type Latency struct {
+	Slot    int           `json:"slot"`
+	Latency time.Duration `json:"latency"`
+	Jitter  time.Duration `json:"jitter,omitempty"`
+}
+
+// Name implements Fault.
+func (Latency) Name() string { return "latency" }
+
+// Apply implements Fault.
+func (f Latency) Apply(_ context.Context, env Env) (func(context.Context) error, Applied, error) {
+	ids := env.Live()
+	if f.Slot >= 0 {
+		id, err := slotID(env, f.Slot)
+		if err != nil {
+			return nil, Applied{}, err
+		}
+		ids = []string{id}
+	}
+	a := Applied{Targets: ids, Params: map[string]string{"latency": ms(f.Latency), "jitter": ms(f.Jitter)}}
+	var links []Link
+	for _, id := range ids {
+		l, err := env.Link(id)
+		if err != nil {
+			return nil, a, err
+		}
+		if err := l.Latency(f.Latency, f.Jitter); err != nil {
+			return nil, a, err
+		}
+		links = append(links, l)
+	}
+	return func(context.Context) error {
+		var errs []error
+		for _, l := range links {
+			errs = append(errs, l.Heal())
+		}
+		return errors.Join(errs...)
+	}, a, nil
+}

@@ -1,0 +1,311 @@
+package chaos
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	toxiclient "github.com/Shopify/toxiproxy/v2/client"
+	"github.com/Shopify/toxiproxy/v2/toxics"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+)
+
+// Link is the network path between one instance and the backend, through a toxiproxy proxy. Faults on
+// a link affect only that instance. Each fault method replaces whatever fault was in force; Heal
+// removes them all.
+type Link interface {
+	// Addr is the address the instance dials instead of the backend's.
+	Addr() string
+	// Partition drops all data both ways; connections stay open and hang, as in a real partition.
+	Partition() error
+	// DropReplies lets requests reach the backend (and take effect) but drops every reply.
+	DropReplies() error
+	// Latency delays data both ways by latency ± jitter.
+	Latency(latency, jitter time.Duration) error
+	// Cut closes every connection and refuses new ones: the instance's process is gone.
+	Cut() error
+	// Heal removes every fault and accepts connections again.
+	Heal() error
+	// Close removes the proxy.
+	Close() error
+}
+
+// Proxies creates links. Embedded runs toxiproxy in this process; Remote drives a toxiproxy-server.
+type Proxies interface {
+	// NewLink creates a proxy named name that forwards a free loopback port to upstream.
+	NewLink(name, upstream string) (Link, error)
+	// Close removes every link it created.
+	Close() error
+}
+
+// Toxic names used by Tenure's links.
+const (
+	toxicDropUp   = "tenure_drop_up"
+	toxicDropDown = "tenure_drop_down"
+	toxicLatency  = "tenure_latency"
+	toxicLatDown  = "tenure_latency_down"
+)
+
+// Embedded runs toxiproxy proxies inside this process.
+type Embedded struct {
+	server *toxiproxy.ApiServer
+
+	mu    sync.Mutex
+	links []*embeddedLink
+}
+
+// NewEmbedded returns an in-process toxiproxy. seed drives the latency jitter.
+func NewEmbedded(seed int64) *Embedded {
+	registerSeededLatency(seed)
+	m := toxiproxy.NewMetricsContainer(prometheus.NewRegistry())
+	return &Embedded{server: toxiproxy.NewServer(m, zerolog.Nop())}
+}
+
+// NewLink starts a proxy on a free loopback port.
+func (e *Embedded) NewLink(name, upstream string) (Link, error) {
+	p := toxiproxy.NewProxy(e.server, name, "127.0.0.1:0", upstream)
+	if err := p.Start(); err != nil {
+		return nil, fmt.Errorf("chaos: start proxy %s -> %s: %w", name, upstream, err)
+	}
+	l := &embeddedLink{p: p}
+	e.mu.Lock()
+	e.links = append(e.links, l)
+	e.mu.Unlock()
+	return l, nil
+}
+
+// Close stops every proxy.
+func (e *Embedded) Close() error {
+	e.mu.Lock()
+	links := e.links
+	e.links = nil
+	e.mu.Unlock()
+	var errs []error
+	for _, l := range links {
+		errs = append(errs, l.Close())
+	}
+	return errors.Join(errs...)
+}
+
+type embeddedLink struct {
+	mu     sync.Mutex
+	p      *toxiproxy.Proxy
+	cut    bool
+	closed bool
+}
+
+func (l *embeddedLink) Addr() string { return l.p.Listen }
+
+func (l *embeddedLink) addToxic(name, typ, stream string, attrs map[string]any) error {
+	body, err := json.Marshal(map[string]any{"name": name, "type": typ, "stream": stream, "toxicity": 1.0, "attributes": attrs})
+	if err != nil {
+		return err
+	}
+	if _, err := l.p.Toxics.AddToxicJson(bytes.NewReader(body)); err != nil {
+		return fmt.Errorf("chaos: add toxic %s to %s: %w", name, l.p.Name, err)
+	}
+	return nil
+}
+
+func (l *embeddedLink) clear() {
+	for _, name := range []string{toxicDropUp, toxicDropDown, toxicLatency, toxicLatDown} {
+		if l.p.Toxics.GetToxic(name) != nil {
+			_ = l.p.Toxics.RemoveToxic(context.Background(), name)
+		}
+	}
+}
+
+func (l *embeddedLink) Partition() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.clear()
+	return errors.Join(
+		l.addToxic(toxicDropUp, "timeout", "upstream", map[string]any{"timeout": 0}),
+		l.addToxic(toxicDropDown, "timeout", "downstream", map[string]any{"timeout": 0}),
+	)
+}
+
+func (l *embeddedLink) DropReplies() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.clear()
+	return l.addToxic(toxicDropDown, "timeout", "downstream", map[string]any{"timeout": 0})
+}
+
+func (l *embeddedLink) Latency(latency, jitter time.Duration) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.clear()
+	// Half the delay each way, so a round trip costs latency ± jitter.
+	half := map[string]any{"latency": latency.Milliseconds() / 2, "jitter": jitter.Milliseconds() / 2}
+	return errors.Join(
+		l.addToxic(toxicLatency, seededLatencyType, "upstream", half),
+		l.addToxic(toxicLatDown, seededLatencyType, "downstream", half),
+	)
+}
+
+func (l *embeddedLink) Cut() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.cut && !l.closed {
+		l.p.Stop()
+		l.cut = true
+	}
+	return nil
+}
+
+func (l *embeddedLink) Heal() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil
+	}
+	l.clear()
+	if l.cut {
+		if err := l.p.Start(); err != nil {
+			return fmt.Errorf("chaos: restart proxy %s: %w", l.p.Name, err)
+		}
+		l.cut = false
+	}
+	return nil
+}
+
+func (l *embeddedLink) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil
+	}
+	l.closed = true
+	if !l.cut {
+		l.p.Stop()
+	}
+	return nil
+}
+
+// Remote drives an external toxiproxy-server through its HTTP API.
+type Remote struct {
+	c *toxiclient.Client
+
+	mu    sync.Mutex
+	links []*remoteLink
+}
+
+// NewRemote connects to a toxiproxy-server at url ("http://127.0.0.1:8474") and checks that it answers.
+func NewRemote(url string) (*Remote, error) {
+	c := toxiclient.NewClient(url)
+	if _, err := c.Proxies(); err != nil {
+		return nil, fmt.Errorf("chaos: toxiproxy-server at %s does not answer (%v): start it or drop --toxiproxy to use the embedded one", url, err)
+	}
+	return &Remote{c: c}, nil
+}
+
+// NewLink creates a proxy on the server, listening on a free loopback port.
+func (r *Remote) NewLink(name, upstream string) (Link, error) {
+	p, err := r.c.CreateProxy(name, "127.0.0.1:0", upstream)
+	if err != nil {
+		return nil, fmt.Errorf("chaos: create proxy %s on toxiproxy-server: %w", name, err)
+	}
+	l := &remoteLink{p: p}
+	r.mu.Lock()
+	r.links = append(r.links, l)
+	r.mu.Unlock()
+	return l, nil
+}
+
+// Close deletes every proxy it created.
+func (r *Remote) Close() error {
+	r.mu.Lock()
+	links := r.links
+	r.links = nil
+	r.mu.Unlock()
+	var errs []error
+	for _, l := range links {
+		errs = append(errs, l.Close())
+	}
+	return errors.Join(errs...)
+}
+
+type remoteLink struct {
+	mu sync.Mutex
+	p  *toxiclient.Proxy
+}
+
+func (l *remoteLink) Addr() string { return l.p.Listen }
+
+func (l *remoteLink) clear() {
+	ts, err := l.p.Toxics()
+	if err != nil {
+		return
+	}
+	for _, t := range ts {
+		_ = l.p.RemoveToxic(t.Name)
+	}
+}
+
+func (l *remoteLink) add(name, typ, stream string, attrs toxiclient.Attributes) error {
+	if _, err := l.p.AddToxic(name, typ, stream, 1, attrs); err != nil {
+		return fmt.Errorf("chaos: add toxic %s: %w", name, err)
+	}
+	return nil
+}
+
+func (l *remoteLink) Partition() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.clear()
+	return errors.Join(
+		l.add(toxicDropUp, "timeout", "upstream", toxiclient.Attributes{"timeout": 0}),
+		l.add(toxicDropDown, "timeout", "downstream", toxiclient.Attributes{"timeout": 0}),
+	)
+}
+
+func (l *remoteLink) DropReplies() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.clear()
+	return l.add(toxicDropDown, "timeout", "downstream", toxiclient.Attributes{"timeout": 0})
+}
+
+func (l *remoteLink) Latency(latency, jitter time.Duration) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.clear()
+	// A remote server has only its own (unseeded) latency toxic.
+	half := toxiclient.Attributes{"latency": latency.Milliseconds() / 2, "jitter": jitter.Milliseconds() / 2}
+	return errors.Join(
+		l.add(toxicLatency, "latency", "upstream", half),
+		l.add(toxicLatDown, "latency", "downstream", half),
+	)
+}
+
+func (l *remoteLink) Cut() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.p.Disable()
+}
+
+func (l *remoteLink) Heal() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.clear()
+	if !l.p.Enabled {
+		return l.p.Enable()
+	}
+	return nil
+}
+
+func (l *remoteLink) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.p.Delete()
+}
+
+// Compile-time checks that toxiproxy's registry accepts our toxic.
+var _ toxics.Toxic = (*seededLatency)(nil)

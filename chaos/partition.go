@@ -1,0 +1,46 @@
+package chaos
+
+import (
+	"context"
+	"strconv"
+)
+
+// Partition cuts the instance in Slot off from the backend for the step's duration. Both ways by
+// default: nothing passes, connections hang. With OneWay, requests still arrive and take effect but
+// every reply is lost — the case where a client's automatic retry re-sends a command that already ran.
+type Partition struct {
+	Slot   int  `json:"slot"`
+	OneWay bool `json:"one_way,omitempty"`
+}
+
+// Name implements Fault.
+func (f Partition) Name() string {
+	if f.OneWay {
+		return "one-way-partition"
+	}
+	return "partition"
+}
+
+// Apply implements Fault.
+func (f Partition) Apply(_ context.Context, env Env) (func(context.Context) error, Applied, error) {
+	id, err := slotID(env, f.Slot)
+	if err != nil {
+		return nil, Applied{}, err
+	}
+	l, err := env.Link(id)
+	if err != nil {
+		return nil, Applied{}, err
+	}
+	dir := "both"
+	if f.OneWay {
+		dir = "replies-lost"
+		err = l.DropReplies()
+	} else {
+		err = l.Partition()
+	}
+	a := Applied{Targets: []string{id}, Params: map[string]string{"slot": strconv.Itoa(f.Slot), "direction": dir}}
+	if err != nil {
+		return nil, a, err
+	}
+	return func(context.Context) error { return l.Heal() }, a, nil
+}

@@ -1,0 +1,29 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+)
+
+// RedisRestart kills the backend and brings it back empty after the step's duration (at once when the
+// duration is zero): a Redis without persistence that crashed and restarted. Every lease is forgotten
+// while old holders may still be inside their local deadlines. The session owner's data is written
+// again when the backend returns, as the application that owns sessions would.
+type RedisRestart struct{}
+
+// Name implements Fault.
+func (RedisRestart) Name() string { return "redis-restart" }
+
+// Apply implements Fault.
+func (RedisRestart) Apply(ctx context.Context, env Env) (func(context.Context) error, Applied, error) {
+	a := Applied{Wipes: true, Params: map[string]string{"data": "lost"}}
+	if err := env.Backend().Kill(); err != nil {
+		return nil, a, err
+	}
+	return func(ctx context.Context) error {
+		if err := env.Backend().Start(); err != nil {
+			return err
+		}
+		return errors.Join(env.Sessions().Restore(ctx))
+	}, a, nil
+}

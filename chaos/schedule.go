@@ -1,0 +1,205 @@
+package chaos
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Step is one scheduled fault: applied At after the run starts, ended For later (instantaneous when For
+// is zero). Times are spec times; Scale converts them to run times.
+type Step struct {
+	At    time.Duration `json:"at"`
+	For   time.Duration `json:"for,omitempty"`
+	Fault Fault         `json:"-"`
+}
+
+// MarshalJSON writes the fault's name and arguments beside the times.
+func (s Step) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		At    string `json:"at"`
+		For   string `json:"for,omitempty"`
+		Fault string `json:"fault"`
+		Args  Fault  `json:"args"`
+	}{ms(s.At), durOrEmpty(s.For), s.Fault.Name(), s.Fault})
+}
+
+func durOrEmpty(d time.Duration) string {
+	if d == 0 {
+		return ""
+	}
+	return ms(d)
+}
+
+// String is one line for logs: "at 10s for 5s: partition {slot 0}".
+func (s Step) String() string {
+	args, _ := json.Marshal(s.Fault)
+	if s.For > 0 {
+		return fmt.Sprintf("at %s for %s: %s %s", ms(s.At), ms(s.For), s.Fault.Name(), args)
+	}
+	return fmt.Sprintf("at %s: %s %s", ms(s.At), s.Fault.Name(), args)
+}
+
+// Schedule is an ordered list of steps.
+type Schedule []Step
+
+// Scale returns the schedule with every time multiplied by f.
+func (s Schedule) Scale(f float64) Schedule {
+	out := make(Schedule, len(s))
+	for i, st := range s {
+		st.At = time.Duration(float64(st.At) * f)
+		st.For = time.Duration(float64(st.For) * f)
+		out[i] = st
+	}
+	return out
+}
+
+// String lists the steps one per line.
+func (s Schedule) String() string {
+	var b strings.Builder
+	for _, st := range s {
+		b.WriteString(st.String())
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// isFault reports whether a step's fault is a real fault (recorded as a fault window) rather than an
+// ordinary operation such as a session change.
+func isFault(f Fault) bool {
+	if q, ok := f.(interface{ IsFault() bool }); ok {
+		return q.IsFault()
+	}
+	return true
+}
+
+// Record is a fault as it happened, handed to the runner's callback when the fault ends.
+type Record struct {
+	// ID is "f1", "f2", ... in schedule order.
+	ID      string
+	Name    string
+	Start   time.Duration
+	End     time.Duration
+	Applied Applied
+	// Err is set when the fault could not be applied or ended.
+	Err error
+	// IsFault is false for schedule steps that are ordinary operations.
+	IsFault bool
+}
+
+// Runner plays a schedule against an Env.
+type Runner struct {
+	// Env is what the faults act on.
+	Env Env
+	// Now returns the run time (since run start) on the harness's monotonic clock.
+	Now func() time.Duration
+	// Sleep waits for d or until ctx ends; it reports whether d elapsed.
+	Sleep func(ctx context.Context, d time.Duration) bool
+	// OnApply is called after each step is applied (for progress and logs). Optional.
+	OnApply func(Record)
+	// OnEnd is called when a step has ended, with its full window. Required for recording.
+	OnEnd func(Record)
+}
+
+type action struct {
+	at    time.Duration
+	end   bool
+	index int
+}
+
+// Run plays the (already scaled) schedule. It returns when every step has been applied and ended, or
+// when ctx ends — then every open fault is ended at once (with a fresh context) before Run returns.
+// A step that fails to apply is recorded with its error and the run goes on; Run returns the first such
+// error so the caller can decide whether the run is still meaningful.
+func (r Runner) Run(ctx context.Context, s Schedule) error {
+	var acts []action
+	for i, st := range s {
+		acts = append(acts, action{at: st.At, index: i})
+		if st.For > 0 {
+			acts = append(acts, action{at: st.At + st.For, end: true, index: i})
+		}
+	}
+	// Ends before starts at the same instant; otherwise schedule order.
+	sort.SliceStable(acts, func(i, j int) bool {
+		if acts[i].at != acts[j].at {
+			return acts[i].at < acts[j].at
+		}
+		return acts[i].end && !acts[j].end
+	})
+
+	open := map[int]func(context.Context) error{}
+	recs := make([]Record, len(s))
+	var firstErr error
+	fail := func(err error) {
+		if firstErr == nil {
+			firstErr = err
+		}
+	}
+	finish := func(ctx context.Context, i int) {
+		if end := open[i]; end != nil {
+			if err := end(ctx); err != nil {
+				recs[i].Err = err
+				fail(fmt.Errorf("chaos: end %s: %w", recs[i].ID, err))
+			}
+			delete(open, i)
+		}
+		recs[i].End = r.Now()
+		if r.OnEnd != nil {
+			r.OnEnd(recs[i])
+		}
+	}
+	defer func() {
+		// End whatever is still open, newest first, even though ctx is done.
+		ectx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		var idx []int
+		for i := range open {
+			idx = append(idx, i)
+		}
+		sort.Sort(sort.Reverse(sort.IntSlice(idx)))
+		for _, i := range idx {
+			finish(ectx, i)
+		}
+	}()
+
+	for _, a := range acts {
+		if wait := a.at - r.Now(); wait > 0 {
+			if !r.Sleep(ctx, wait) {
+				return firstErr
+			}
+		}
+		if ctx.Err() != nil {
+			return firstErr
+		}
+		st := s[a.index]
+		if a.end {
+			if _, ok := open[a.index]; ok {
+				finish(ctx, a.index)
+			}
+			continue
+		}
+		rec := Record{ID: fmt.Sprintf("f%d", a.index+1), Name: st.Fault.Name(), Start: r.Now(), IsFault: isFault(st.Fault)}
+		end, applied, err := st.Fault.Apply(ctx, r.Env)
+		rec.Applied = applied
+		if err != nil {
+			rec.Err = err
+			fail(fmt.Errorf("chaos: apply %s (%s): %w", rec.ID, st, err))
+		}
+		recs[a.index] = rec
+		if r.OnApply != nil {
+			r.OnApply(rec)
+		}
+		if end != nil && st.For > 0 {
+			open[a.index] = end
+			continue
+		}
+		if end != nil {
+			open[a.index] = end
+		}
+		finish(ctx, a.index)
+	}
+	return firstErr
+}

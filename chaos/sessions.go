@@ -1,0 +1,40 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+)
+
+// SessionChange adds, pauses, resumes or removes a poll target at run time. It is a step of the
+// schedule but not a fault: the simulator records it as a session event.
+type SessionChange struct {
+	// Change is "add", "pause", "resume" or "remove".
+	Change string `json:"change"`
+	// ID is the session (endpoint) ID.
+	ID string `json:"id"`
+}
+
+// Name implements Fault.
+func (s SessionChange) Name() string { return "session-" + s.Change }
+
+// IsFault reports false: session changes are ordinary operations, not faults.
+func (SessionChange) IsFault() bool { return false }
+
+// Apply implements Fault.
+func (s SessionChange) Apply(ctx context.Context, env Env) (func(context.Context) error, Applied, error) {
+	ss := env.Sessions()
+	var err error
+	switch s.Change {
+	case "add":
+		err = ss.Add(ctx, s.ID)
+	case "pause":
+		err = ss.Pause(ctx, s.ID)
+	case "resume":
+		err = ss.Resume(ctx, s.ID)
+	case "remove":
+		err = ss.Remove(ctx, s.ID)
+	default:
+		err = fmt.Errorf("chaos: unknown session change %q (want add, pause, resume or remove)", s.Change)
+	}
+	return nil, Applied{Params: map[string]string{"session": s.ID}}, err
+}

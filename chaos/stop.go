@@ -1,0 +1,25 @@
+package chaos
+
+import (
+	"context"
+	"strconv"
+)
+
+// Stop shuts the instance in Slot down gracefully: it finishes in-flight polls, releases its leases and
+// tells the others, so they can take over at once (scale down).
+type Stop struct {
+	Slot int `json:"slot"`
+}
+
+// Name implements Fault.
+func (Stop) Name() string { return "stop" }
+
+// Apply implements Fault.
+func (f Stop) Apply(ctx context.Context, env Env) (func(context.Context) error, Applied, error) {
+	id, err := slotID(env, f.Slot)
+	if err != nil {
+		return nil, Applied{}, err
+	}
+	a := Applied{Targets: []string{id}, Removes: true, Params: map[string]string{"slot": strconv.Itoa(f.Slot)}}
+	return nil, a, env.Stop(ctx, id)
+}

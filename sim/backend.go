@@ -1,0 +1,260 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/testcontainers/testcontainers-go"
+	"github.com/testcontainers/testcontainers-go/wait"
+
+	"github.com/tenurelabs/tenure/chaos"
+	"github.com/tenurelabs/tenure/internal/redisserver"
+)
+
+// Backend is the Redis a run uses. Faults that need control of the server (kill, restart, pause) ask
+// for the chaos.Backend capabilities and fail with chaos.ErrUnsupported where a backend cannot do them.
+type Backend interface {
+	chaos.Backend
+	// Addr is the address proxies forward to.
+	Addr() string
+	// Describe names the backend for reports ("redis-server 7.0.15 (private, 127.0.0.1:40123)").
+	Describe() string
+	// Shared reports whether the backend holds data that is not the run's (an external address): the
+	// run then namespaces its keys and never flushes.
+	Shared() bool
+	// Close stops the backend if the run started it.
+	Close() error
+}
+
+// ErrBackendSpec is returned for a --redis value that is not understood.
+var ErrBackendSpec = errors.New("sim: unknown backend: use auto, server, embedded, addr=HOST:PORT or container")
+
+// OpenBackend starts or connects to the backend named by spec:
+//
+//	auto       a private redis-server when the binary exists, else embedded
+//	server     a private redis-server on a free loopback port (killable, pausable, restartable)
+//	embedded   miniredis in this process, its TTLs advanced in real time
+//	addr=H:P   an external Redis; never flushed, keys namespaced by run
+//	container  redis in a container via testcontainers-go (needs a Docker engine)
+func OpenBackend(ctx context.Context, spec string) (Backend, error) {
+	switch {
+	case spec == "" || spec == "auto":
+		if _, ok := redisserver.Available(); ok {
+			return openServer(ctx)
+		}
+		return openEmbedded()
+	case spec == "server":
+		return openServer(ctx)
+	case spec == "embedded":
+		return openEmbedded()
+	case strings.HasPrefix(spec, "addr="):
+		addr := strings.TrimPrefix(spec, "addr=")
+		if addr == "" || !strings.Contains(addr, ":") {
+			return nil, fmt.Errorf("sim: --redis %q: give an address as addr=HOST:PORT", spec)
+		}
+		return &externalBackend{addr: addr}, nil
+	case spec == "container":
+		return openContainer(ctx)
+	}
+	return nil, fmt.Errorf("%w (got %q)", ErrBackendSpec, spec)
+}
+
+// serverBackend is a private redis-server.
+type serverBackend struct {
+	s       *redisserver.Server
+	version string
+}
+
+func openServer(ctx context.Context) (Backend, error) {
+	s, err := redisserver.Start(redisserver.Options{})
+	if err != nil {
+		if errors.Is(err, redisserver.ErrNoBinary) {
+			return nil, fmt.Errorf("sim: --redis server needs redis-server: install it (Debian/Ubuntu: apt-get install redis-server; macOS: brew install redis) or use --redis embedded: %w", err)
+		}
+		return nil, err
+	}
+	v, _ := redisserver.Version(ctx, "")
+	return &serverBackend{s: s, version: v}, nil
+}
+
+func (b *serverBackend) Addr() string { return b.s.Addr() }
+func (b *serverBackend) Describe() string {
+	return fmt.Sprintf("%s (private, %s)", b.version, b.s.Addr())
+}
+func (b *serverBackend) Shared() bool   { return false }
+func (b *serverBackend) Kill() error    { return b.s.Kill() }
+func (b *serverBackend) Start() error   { return b.s.Start() }
+func (b *serverBackend) Restart() error { return b.s.Restart() }
+func (b *serverBackend) Pause() error   { return b.s.Pause() }
+func (b *serverBackend) Resume() error  { return b.s.Resume() }
+func (b *serverBackend) Close() error   { return b.s.Close() }
+
+// embeddedBackend is miniredis. miniredis only expires keys when told time has passed, so a goroutine
+// advances its clock in real time.
+type embeddedBackend struct {
+	m    *miniredis.Miniredis
+	stop chan struct{}
+	done chan struct{}
+
+	mu     sync.Mutex
+	killed bool
+}
+
+func openEmbedded() (Backend, error) {
+	m := miniredis.NewMiniRedis()
+	if err := m.StartAddr("127.0.0.1:0"); err != nil {
+		return nil, fmt.Errorf("sim: start embedded redis: %w", err)
+	}
+	b := &embeddedBackend{m: m, stop: make(chan struct{}), done: make(chan struct{})}
+	go b.tick()
+	return b, nil
+}
+
+func (b *embeddedBackend) tick() {
+	defer close(b.done)
+	last := time.Now()
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.stop:
+			return
+		case now := <-t.C:
+			b.m.SetTime(now)
+			b.m.FastForward(now.Sub(last))
+			last = now
+		}
+	}
+}
+
+func (b *embeddedBackend) Addr() string     { return b.m.Addr() }
+func (b *embeddedBackend) Describe() string { return "miniredis (embedded, " + b.m.Addr() + ")" }
+func (b *embeddedBackend) Shared() bool     { return false }
+
+// Kill drops the data and stops answering; Start and Restart bring it back empty on the same port.
+func (b *embeddedBackend) Kill() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.killed {
+		b.m.Close()
+		b.killed = true
+	}
+	return nil
+}
+
+func (b *embeddedBackend) Start() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.killed {
+		return nil
+	}
+	b.m.FlushAll()
+	if err := b.m.Restart(); err != nil {
+		return fmt.Errorf("sim: restart embedded redis: %w", err)
+	}
+	b.killed = false
+	return nil
+}
+
+func (b *embeddedBackend) Restart() error {
+	if err := b.Kill(); err != nil {
+		return err
+	}
+	return b.Start()
+}
+
+func (b *embeddedBackend) Pause() error {
+	return fmt.Errorf("%w: the embedded backend cannot be paused; use --redis server", chaos.ErrUnsupported)
+}
+func (b *embeddedBackend) Resume() error { return b.Pause() }
+
+func (b *embeddedBackend) Close() error {
+	close(b.stop)
+	<-b.done
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.killed {
+		b.m.Close()
+		b.killed = true
+	}
+	return nil
+}
+
+// externalBackend is a Redis the run does not own.
+type externalBackend struct{ addr string }
+
+func (b *externalBackend) Addr() string     { return b.addr }
+func (b *externalBackend) Describe() string { return "external Redis at " + b.addr }
+func (b *externalBackend) Shared() bool     { return true }
+func (b *externalBackend) Close() error     { return nil }
+func (b *externalBackend) unsupported() error {
+	return fmt.Errorf("%w: an external Redis is not the harness's to kill, restart or pause; use --redis server", chaos.ErrUnsupported)
+}
+func (b *externalBackend) Kill() error    { return b.unsupported() }
+func (b *externalBackend) Start() error   { return b.unsupported() }
+func (b *externalBackend) Restart() error { return b.unsupported() }
+func (b *externalBackend) Pause() error   { return b.unsupported() }
+func (b *externalBackend) Resume() error  { return b.unsupported() }
+
+// containerBackend is Redis in a container started through testcontainers-go.
+type containerBackend struct {
+	c    *testcontainers.DockerContainer
+	addr string
+}
+
+// ErrNoDocker is returned by --redis container when no Docker engine answers.
+var ErrNoDocker = errors.New("sim: --redis container needs a running Docker engine and none is reachable (start Docker or set DOCKER_HOST), or use --redis server / embedded")
+
+func openContainer(ctx context.Context) (b Backend, err error) {
+	// testcontainers panics in some versions when no engine is found; turn that into the error it is.
+	defer func() {
+		if r := recover(); r != nil {
+			b, err = nil, fmt.Errorf("%w: %v", ErrNoDocker, r)
+		}
+	}()
+	hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	p, err := testcontainers.NewDockerProvider()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNoDocker, err)
+	}
+	defer p.Close()
+	if err := p.Health(hctx); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNoDocker, err)
+	}
+	c, err := testcontainers.Run(ctx, "redis:7-alpine",
+		testcontainers.WithExposedPorts("6379/tcp"),
+		testcontainers.WithCmd("redis-server", "--save", "", "--appendonly", "no"),
+		testcontainers.WithWaitStrategy(wait.ForListeningPort("6379/tcp").WithStartupTimeout(60*time.Second)),
+	)
+	if err != nil {
+		if c != nil {
+			_ = c.Terminate(context.Background())
+		}
+		return nil, fmt.Errorf("sim: start redis container: %w", err)
+	}
+	addr, err := c.PortEndpoint(ctx, "6379/tcp", "")
+	if err != nil {
+		_ = c.Terminate(context.Background())
+		return nil, fmt.Errorf("sim: redis container address: %w", err)
+	}
+	return &containerBackend{c: c, addr: addr}, nil
+}
+
+func (b *containerBackend) Addr() string     { return b.addr }
+func (b *containerBackend) Describe() string { return "redis:7-alpine container at " + b.addr }
+func (b *containerBackend) Shared() bool     { return false }
+func (b *containerBackend) Close() error     { return b.c.Terminate(context.Background()) }
+func (b *containerBackend) unsupported() error {
+	return fmt.Errorf("%w: kill/restart/pause are not implemented for the container backend; use --redis server", chaos.ErrUnsupported)
+}
+func (b *containerBackend) Kill() error    { return b.unsupported() }
+func (b *containerBackend) Start() error   { return b.unsupported() }
+func (b *containerBackend) Restart() error { return b.unsupported() }
+func (b *containerBackend) Pause() error   { return b.unsupported() }
+func (b *containerBackend) Resume() error  { return b.unsupported() }

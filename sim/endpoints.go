@@ -1,0 +1,198 @@
+package sim
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tenurelabs/tenure/history"
+)
+
+// ErrStaleToken is returned by a fencing endpoint to a poll whose token is older than one it has seen.
+var ErrStaleToken = errors.New("sim: poll refused: stale fencing token")
+
+// endpointService is the simulated service whose endpoints the fleet polls. It stamps every poll that
+// arrives with the harness clock and, when fencing is on, refuses a token lower than the highest it has
+// seen for that endpoint.
+type endpointService struct {
+	rec      *history.Recorder
+	fencing  bool
+	duration time.Duration
+
+	mu       sync.Mutex
+	maxToken map[string]uint64
+}
+
+func newEndpointService(rec *history.Recorder, fencing bool, pollDuration time.Duration) *endpointService {
+	return &endpointService{rec: rec, fencing: fencing, duration: pollDuration, maxToken: map[string]uint64{}}
+}
+
+// Poll serves one poll. It takes the poll's duration unless ctx ends first.
+func (s *endpointService) Poll(ctx context.Context, instance, endpoint string, token uint64) error {
+	at := s.rec.Now()
+	s.mu.Lock()
+	prev := s.maxToken[endpoint]
+	refused := s.fencing && token < prev
+	if !refused && token > prev {
+		s.maxToken[endpoint] = token
+	}
+	s.mu.Unlock()
+
+	ev := history.Event{Kind: history.KindPoll, At: at, Instance: instance, Endpoint: endpoint,
+		Poll: &history.Poll{Token: token, MaxToken: prev}}
+	if refused {
+		ev.End = at
+		ev.Poll.Outcome = history.PollRefused
+		s.rec.Add(ev)
+		return ErrStaleToken
+	}
+	t := time.NewTimer(s.duration)
+	defer t.Stop()
+	var err error
+	select {
+	case <-t.C:
+		ev.Poll.Outcome = history.PollOK
+	case <-ctx.Done():
+		ev.Poll.Outcome = history.PollCancelled
+		err = ctx.Err()
+	}
+	ev.End = s.rec.Now()
+	s.rec.Add(ev)
+	return err
+}
+
+// sessionStore is the poll targets: session:<id> keys holding {"id":..., "paused":...}. The harness
+// plays the application that owns them; the system under test only reads them.
+type sessionStore struct {
+	client redis.UniversalClient
+	prefix string
+	rec    *history.Recorder
+
+	mu     sync.Mutex
+	order  []string
+	paused map[string]bool
+}
+
+func newSessionStore(client redis.UniversalClient, prefix string, rec *history.Recorder) *sessionStore {
+	return &sessionStore{client: client, prefix: prefix, rec: rec, paused: map[string]bool{}}
+}
+
+type sessionDoc struct {
+	ID     string `json:"id"`
+	Paused bool   `json:"paused"`
+}
+
+func (s *sessionStore) write(ctx context.Context, id string, paused bool) error {
+	b, _ := json.Marshal(sessionDoc{ID: id, Paused: paused})
+	if err := s.client.Set(ctx, s.prefix+id, b, 0).Err(); err != nil {
+		return fmt.Errorf("sim: write session %s: %w", id, err)
+	}
+	return nil
+}
+
+func (s *sessionStore) note(id string, c history.SessionChange) {
+	s.rec.Add(history.Event{Kind: history.KindSession, At: s.rec.Now(), Endpoint: id, Session: &history.Session{Change: c}})
+}
+
+func (s *sessionStore) Add(ctx context.Context, id string) error {
+	s.mu.Lock()
+	_, exists := s.paused[id]
+	if !exists {
+		s.order = append(s.order, id)
+	}
+	s.paused[id] = false
+	s.mu.Unlock()
+	if err := s.write(ctx, id, false); err != nil {
+		return err
+	}
+	s.note(id, history.SessionAdded)
+	return nil
+}
+
+func (s *sessionStore) setPaused(ctx context.Context, id string, p bool) error {
+	s.mu.Lock()
+	if _, ok := s.paused[id]; !ok {
+		s.mu.Unlock()
+		return fmt.Errorf("sim: no session %q", id)
+	}
+	s.paused[id] = p
+	s.mu.Unlock()
+	return s.write(ctx, id, p)
+}
+
+func (s *sessionStore) Pause(ctx context.Context, id string) error {
+	if err := s.setPaused(ctx, id, true); err != nil {
+		return err
+	}
+	s.note(id, history.SessionPaused)
+	return nil
+}
+
+func (s *sessionStore) Resume(ctx context.Context, id string) error {
+	if err := s.setPaused(ctx, id, false); err != nil {
+		return err
+	}
+	s.note(id, history.SessionResumed)
+	return nil
+}
+
+func (s *sessionStore) Remove(ctx context.Context, id string) error {
+	s.mu.Lock()
+	if _, ok := s.paused[id]; !ok {
+		s.mu.Unlock()
+		return fmt.Errorf("sim: no session %q", id)
+	}
+	delete(s.paused, id)
+	for i, o := range s.order {
+		if o == id {
+			s.order = append(s.order[:i], s.order[i+1:]...)
+			break
+		}
+	}
+	s.mu.Unlock()
+	if err := s.client.Del(ctx, s.prefix+id).Err(); err != nil {
+		return fmt.Errorf("sim: remove session %s: %w", id, err)
+	}
+	s.note(id, history.SessionRemoved)
+	return nil
+}
+
+// Restore writes every session again, after the backend lost its data.
+func (s *sessionStore) Restore(ctx context.Context) error {
+	s.mu.Lock()
+	docs := make([]sessionDoc, 0, len(s.order))
+	for _, id := range s.order {
+		docs = append(docs, sessionDoc{ID: id, Paused: s.paused[id]})
+	}
+	s.mu.Unlock()
+	var errs []error
+	for _, d := range docs {
+		errs = append(errs, s.write(ctx, d.ID, d.Paused))
+	}
+	s.rec.Add(history.Event{Kind: history.KindNote, At: s.rec.Now(), Note: "sessions restored after data loss"})
+	return errors.Join(errs...)
+}
+
+func (s *sessionStore) IDs() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.order...)
+}
+
+// deleteAll removes every session the run wrote (used on shared backends at the end of a run).
+func (s *sessionStore) deleteAll(ctx context.Context) error {
+	ids := s.IDs()
+	if len(ids) == 0 {
+		return nil
+	}
+	keys := make([]string, len(ids))
+	for i, id := range ids {
+		keys[i] = s.prefix + id
+	}
+	return s.client.Del(ctx, keys...).Err()
+}

@@ -1,0 +1,232 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tenurelabs/tenure/chaos"
+	"github.com/tenurelabs/tenure/clock"
+	"github.com/tenurelabs/tenure/history"
+)
+
+// runner is one run's fleet and surroundings; it implements chaos.Env.
+type runner struct {
+	o          Options
+	sc         Scenario
+	timing     Timing
+	rec        *history.Recorder
+	backend    Backend
+	proxies    chaos.Proxies
+	keyPrefix  string
+	sessions   *sessionStore
+	svc        *endpointService
+	classifier OpClassifier
+	logger     *slog.Logger
+
+	mu    sync.Mutex
+	rng   *rand.Rand
+	next  int // next slot number
+	live  []*vinstance
+	ended []*vinstance
+}
+
+var _ chaos.Env = (*runner)(nil)
+
+// Live implements chaos.Env.
+func (r *runner) Live() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ids := make([]string, len(r.live))
+	for i, in := range r.live {
+		ids[i] = in.id
+	}
+	return ids
+}
+
+func (r *runner) find(id string) (*vinstance, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, in := range r.live {
+		if in.id == id {
+			return in, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: %s", chaos.ErrNoTarget, id)
+}
+
+// remove takes an instance out of the live list.
+func (r *runner) remove(in *vinstance) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, x := range r.live {
+		if x == in {
+			r.live = append(r.live[:i], r.live[i+1:]...)
+			break
+		}
+	}
+	r.ended = append(r.ended, in)
+}
+
+// StartInstance implements chaos.Env: a new instance with a fresh ID, its own proxy, client and clock.
+func (r *runner) StartInstance(ctx context.Context) (string, error) {
+	r.mu.Lock()
+	slot := r.next
+	r.next++
+	suffix := r.rng.Uint32()
+	r.mu.Unlock()
+	boot := time.Now()
+	id := fmt.Sprintf("i%d-%d-%08x", slot, boot.UnixNano(), suffix)
+
+	link, err := r.proxies.NewLink(id, r.backend.Addr())
+	if err != nil {
+		return "", err
+	}
+	in := &vinstance{slot: slot, id: id, link: link, clock: clock.NewDrifting(clock.Real{}, 1)}
+	in.client = redis.NewClient(&redis.Options{
+		Addr:                  link.Addr(),
+		DialTimeout:           r.timing.OpTimeout,
+		ReadTimeout:           r.timing.OpTimeout,
+		WriteTimeout:          r.timing.OpTimeout,
+		ContextTimeoutEnabled: true,
+		PoolSize:              8,
+		// go-redis's default: re-send after a network error. Left on deliberately: lost replies
+		// followed by retries are one of the faults a lease must survive.
+		MaxRetries: 3,
+	})
+	in.client.AddHook(&recordingHook{instance: id, rec: r.rec, classifier: r.classifier, defaults: defaultClassifier{leasePrefix: r.keyPrefix + "lease:"}})
+	cfg := InstanceConfig{
+		ID: id, Client: in.client, Clock: in.clock, Timing: r.timing,
+		KeyPrefix: r.keyPrefix, SessionPrefix: r.sessions.prefix,
+		Poll: in.poll(r.svc), Observe: in.observe(r.rec),
+		Logger: r.logger.With("instance", id),
+	}
+	sut, err := r.o.System.NewInstance(cfg)
+	if err != nil {
+		_ = in.client.Close()
+		_ = link.Close()
+		return "", fmt.Errorf("sim: %s: new instance: %w", r.o.System.Name(), err)
+	}
+	in.sut = sut
+	ictx, cancel := context.WithCancel(context.Background())
+	in.cancel = cancel
+	r.mu.Lock()
+	r.live = append(r.live, in)
+	r.mu.Unlock()
+	r.rec.Add(history.Event{Kind: history.KindLifecycle, At: r.rec.Now(), Instance: id, Lifecycle: &history.Lifecycle{Change: history.LifeStarted}})
+	if err := sut.Start(ictx); err != nil {
+		r.kill(in)
+		return "", fmt.Errorf("sim: %s: start instance %s: %w", r.o.System.Name(), id, err)
+	}
+	return id, nil
+}
+
+// kill cuts an instance's network and cancels its work, in that order, so nothing it does on the way
+// out reaches the backend or the endpoints.
+func (r *runner) kill(in *vinstance) {
+	if in.dead.Swap(true) {
+		return
+	}
+	_ = in.link.Cut()
+	in.gate.thaw()
+	in.cancel()
+	_ = in.client.Close()
+	r.remove(in)
+}
+
+// Crash implements chaos.Env.
+func (r *runner) Crash(id string) error {
+	in, err := r.find(id)
+	if err != nil {
+		return err
+	}
+	r.kill(in)
+	r.rec.Add(history.Event{Kind: history.KindLifecycle, At: r.rec.Now(), Instance: id, Lifecycle: &history.Lifecycle{Change: history.LifeCrashed}})
+	return nil
+}
+
+// Stop implements chaos.Env: a graceful stop bounded by two lease TTLs.
+func (r *runner) Stop(ctx context.Context, id string) error {
+	in, err := r.find(id)
+	if err != nil {
+		return err
+	}
+	sctx, cancel := context.WithTimeout(ctx, 2*r.timing.LeaseTTL)
+	defer cancel()
+	serr := in.sut.Stop(sctx)
+	r.kill(in)
+	r.rec.Add(history.Event{Kind: history.KindLifecycle, At: r.rec.Now(), Instance: id, Lifecycle: &history.Lifecycle{Change: history.LifeStopped}})
+	if serr != nil {
+		return fmt.Errorf("sim: graceful stop of %s: %w", id, serr)
+	}
+	return nil
+}
+
+// Freeze implements chaos.Env.
+func (r *runner) Freeze(id string) error {
+	in, err := r.find(id)
+	if err != nil {
+		return err
+	}
+	in.gate.freeze()
+	if err := in.link.Partition(); err != nil {
+		return err
+	}
+	r.rec.Add(history.Event{Kind: history.KindLifecycle, At: r.rec.Now(), Instance: id, Lifecycle: &history.Lifecycle{Change: history.LifePaused}})
+	return nil
+}
+
+// Thaw implements chaos.Env.
+func (r *runner) Thaw(id string) error {
+	in, err := r.find(id)
+	if err != nil {
+		return nil // crashed meanwhile: nothing to wake
+	}
+	err = in.link.Heal()
+	in.gate.thaw()
+	r.rec.Add(history.Event{Kind: history.KindLifecycle, At: r.rec.Now(), Instance: id, Lifecycle: &history.Lifecycle{Change: history.LifeResumed}})
+	return err
+}
+
+// SetClockRate implements chaos.Env.
+func (r *runner) SetClockRate(id string, rate float64) error {
+	in, err := r.find(id)
+	if err != nil {
+		return err
+	}
+	if rate <= 0 {
+		return fmt.Errorf("sim: clock rate must be positive (got %g)", rate)
+	}
+	in.clock.SetRate(rate)
+	return nil
+}
+
+// Link implements chaos.Env.
+func (r *runner) Link(id string) (chaos.Link, error) {
+	in, err := r.find(id)
+	if err != nil {
+		return nil, err
+	}
+	return in.link, nil
+}
+
+// Backend implements chaos.Env.
+func (r *runner) Backend() chaos.Backend { return r.backend }
+
+// Sessions implements chaos.Env.
+func (r *runner) Sessions() chaos.Sessions { return r.sessions }
+
+// crashAll ends every live instance at the end of a run.
+func (r *runner) crashAll() {
+	r.mu.Lock()
+	live := append([]*vinstance(nil), r.live...)
+	r.mu.Unlock()
+	for _, in := range live {
+		r.kill(in)
+	}
+}

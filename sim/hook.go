@@ -1,0 +1,216 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tenurelabs/tenure/history"
+)
+
+// recordingHook records every command an instance's client sends, with the harness times of the call
+// and of the return. It sits outside go-redis's retry loop, so one logical call (with any re-sends after
+// lost replies) is one operation — which is what a caller experiences, and what must be linearizable.
+type recordingHook struct {
+	instance   string
+	rec        *history.Recorder
+	classifier OpClassifier
+	defaults   defaultClassifier
+}
+
+func (h *recordingHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *recordingHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		at := h.rec.Now()
+		err := next(ctx, cmd)
+		h.record(at, h.rec.Now(), cmd, err)
+		return err
+	}
+}
+
+func (h *recordingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		at := h.rec.Now()
+		err := next(ctx, cmds)
+		end := h.rec.Now()
+		for _, c := range cmds {
+			cerr := c.Err()
+			if cerr == nil && err != nil && !isServerError(err) {
+				cerr = err
+			}
+			h.record(at, end, c, cerr)
+		}
+		return err
+	}
+}
+
+func (h *recordingHook) record(at, end time.Duration, cmd redis.Cmder, err error) {
+	name := strings.ToLower(cmd.Name())
+	switch name {
+	case "hello", "client", "ping", "select", "auth", "subscribe", "psubscribe", "unsubscribe", "punsubscribe":
+		return // connection housekeeping, not the system's behaviour
+	}
+	args := cmd.Args()
+	var reply any
+	if err == nil || errors.Is(err, redis.Nil) {
+		reply = replyOf(cmd)
+	}
+	ev := history.Event{Kind: history.KindOp, At: at, End: end, Instance: h.instance}
+	var op history.Op
+	ok := false
+	if err != nil && isServerError(err) {
+		// The server answered with an error: the command had no effect. Not modelled.
+		op = history.Op{Kind: history.OpOther, Err: err.Error()}
+	} else {
+		if h.classifier != nil {
+			op, ok = h.classifier.Classify(args, reply, err)
+		}
+		if !ok {
+			op = h.defaults.Classify(args, reply, err)
+		}
+	}
+	if op.Key == "" && len(args) > 1 {
+		op.Key = keyOf(args)
+	}
+	op.Command = abbreviate(args)
+	if err != nil && !errors.Is(err, redis.Nil) && !isServerError(err) {
+		op.Unknown = true
+		op.Err = err.Error()
+		ev.End = history.Infinity
+	}
+	ev.Endpoint = endpointOf(op.Key)
+	ev.Op = &op
+	h.rec.Add(ev)
+}
+
+// isServerError reports whether err is an error reply from Redis (as opposed to a network failure).
+func isServerError(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re) && !errors.Is(err, redis.Nil) && !isNetError(err)
+}
+
+func isNetError(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne)
+}
+
+func replyOf(cmd redis.Cmder) any {
+	switch c := cmd.(type) {
+	case *redis.Cmd:
+		v, _ := c.Result()
+		return v
+	case *redis.StatusCmd:
+		return c.Val()
+	case *redis.StringCmd:
+		return c.Val()
+	case *redis.IntCmd:
+		return c.Val()
+	case *redis.BoolCmd:
+		return c.Val()
+	}
+	return nil
+}
+
+// keyOf returns the first key of a command, for the reader.
+func keyOf(args []any) string {
+	name := strings.ToLower(fmt.Sprint(args[0]))
+	switch name {
+	case "eval", "evalsha", "eval_ro", "evalsha_ro", "fcall":
+		if len(args) > 3 {
+			return fmt.Sprint(args[3])
+		}
+		return ""
+	case "publish", "scan":
+		return ""
+	}
+	return fmt.Sprint(args[1])
+}
+
+// endpointOf extracts the endpoint from a lease key "<prefix>lease:<endpoint>" (tolerating a hash tag).
+func endpointOf(key string) string {
+	i := strings.LastIndex(key, "lease:")
+	if i < 0 {
+		return ""
+	}
+	ep := key[i+len("lease:"):]
+	return strings.Trim(ep, "{}")
+}
+
+func abbreviate(args []any) string {
+	parts := make([]string, 0, len(args))
+	for i, a := range args {
+		s := fmt.Sprint(a)
+		if i == 1 && len(s) == 40 && strings.HasPrefix(strings.ToLower(fmt.Sprint(args[0])), "evalsha") {
+			s = s[:8]
+		}
+		if len(s) > 48 {
+			s = s[:45] + "..."
+		}
+		parts = append(parts, s)
+		if i >= 8 {
+			parts = append(parts, fmt.Sprintf("(+%d)", len(args)-i-1))
+			break
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// defaultClassifier understands plain lease commands on keys under leasePrefix: SET k v NX PX/EX is an
+// acquire, GET k a read. Everything else is recorded but not modelled.
+type defaultClassifier struct{ leasePrefix string }
+
+func (d defaultClassifier) Classify(args []any, reply any, err error) history.Op {
+	op := history.Op{Kind: history.OpOther}
+	if len(args) < 2 {
+		return op
+	}
+	name := strings.ToLower(fmt.Sprint(args[0]))
+	key := fmt.Sprint(args[1])
+	if !strings.HasPrefix(key, d.leasePrefix) {
+		return op
+	}
+	op.Key = key
+	switch name {
+	case "set":
+		if len(args) < 3 {
+			return op
+		}
+		var nx bool
+		var ttl time.Duration
+		for i := 3; i < len(args); i++ {
+			switch strings.ToLower(fmt.Sprint(args[i])) {
+			case "nx":
+				nx = true
+			case "px":
+				if i+1 < len(args) {
+					n, _ := strconv.ParseInt(fmt.Sprint(args[i+1]), 10, 64)
+					ttl = time.Duration(n) * time.Millisecond
+				}
+			case "ex":
+				if i+1 < len(args) {
+					n, _ := strconv.ParseInt(fmt.Sprint(args[i+1]), 10, 64)
+					ttl = time.Duration(n) * time.Second
+				}
+			}
+		}
+		if !nx || ttl <= 0 {
+			return op
+		}
+		op.Kind, op.Owner, op.TTL = history.OpAcquire, fmt.Sprint(args[2]), ttl
+		op.OK = err == nil && reply == "OK"
+	case "get":
+		op.Kind = history.OpRead
+		if s, ok := reply.(string); ok {
+			op.Value = s
+		}
+		op.OK = true
+	}
+	return op
+}

@@ -1,0 +1,47 @@
+package sim
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+)
+
+var (
+	registryMu sync.Mutex
+	registry   = map[string]func() System{}
+)
+
+// Register makes a system available by name to Lookup (and so to simrun --system). It panics on a
+// duplicate name, like database/sql.Register.
+func Register(name string, factory func() System) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	if _, dup := registry[name]; dup {
+		panic("sim: Register called twice for system " + name)
+	}
+	registry[name] = factory
+}
+
+// Lookup returns the system registered under name.
+func Lookup(name string) (System, error) {
+	registryMu.Lock()
+	f, ok := registry[name]
+	registryMu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("sim: unknown system %q (known: %s)", name, strings.Join(Systems(), ", "))
+	}
+	return f(), nil
+}
+
+// Systems lists the registered names, sorted.
+func Systems() []string {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	names := make([]string, 0, len(registry))
+	for n := range registry {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}

@@ -1,0 +1,352 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tenurelabs/tenure/chaos"
+	"github.com/tenurelabs/tenure/history"
+)
+
+// Options configure one run.
+type Options struct {
+	// System is the implementation under test.
+	System System
+	// Scenario is what to run.
+	Scenario Scenario
+	// Suite names the suite the run belongs to, for the record.
+	Suite string
+	// Seed drives every random choice: the nemesis schedule, instance ID suffixes, latency jitter.
+	Seed int64
+	// TimeScale multiplies every spec duration; 0.1 runs ten times faster. Must be positive.
+	TimeScale float64
+	// Backend names the Redis to use (see OpenBackend); "" means auto.
+	Backend string
+	// Toxiproxy is the URL of an external toxiproxy-server; "" runs toxiproxy in this process.
+	Toxiproxy string
+	// Instances and Endpoints override the scenario's fleet size and target count when positive.
+	Instances int
+	Endpoints int
+	// Command is the command line that reproduces the run, for the record.
+	Command string
+	// Log receives the instances' structured logs (JSON lines); nil discards them.
+	Log io.Writer
+	// Progress, when set, is called about twice a second while the run goes on.
+	Progress func(Progress)
+	_        struct{}
+}
+
+// Progress is a snapshot of a run in flight.
+type Progress struct {
+	Elapsed, Total time.Duration
+	Live           int
+	Events         int
+	Last           string // the last fault applied
+}
+
+// Result is what a run produced.
+type Result struct {
+	// History is the full record; on interruption it is partial and Meta.Interrupted is set.
+	History history.History
+	// Schedule is the fault schedule at run time (scaled).
+	Schedule chaos.Schedule
+	// FaultErrors lists faults that could not be applied or ended.
+	FaultErrors []string
+}
+
+// ErrOptions is wrapped by every error about impossible options; nothing has started when it is
+// returned.
+var ErrOptions = errors.New("sim: invalid options")
+
+// MaxInstances bounds a fleet: each instance needs a proxy port and connections.
+const MaxInstances = 500
+
+// Plan resolves the options into the scaled schedule and timing without starting anything, so a caller
+// can print or validate it. The same options always give the same plan.
+func Plan(o Options) (chaos.Schedule, Timing, error) {
+	if o.System == nil {
+		return nil, Timing{}, fmt.Errorf("%w: no system under test", ErrOptions)
+	}
+	if o.TimeScale <= 0 {
+		return nil, Timing{}, fmt.Errorf("%w: time scale must be > 0 (got %g); 1 is spec time, 0.1 ten times faster", ErrOptions, o.TimeScale)
+	}
+	sc := o.effectiveScenario()
+	if sc.Instances > MaxInstances {
+		return nil, Timing{}, fmt.Errorf("%w: %d instances is more than the %d the harness supports", ErrOptions, sc.Instances, MaxInstances)
+	}
+	if err := sc.Validate(); err != nil {
+		return nil, Timing{}, fmt.Errorf("%w: %v", ErrOptions, err)
+	}
+	timing := sc.Timing.merged(SpecTiming()).scaled(o.TimeScale)
+	steps := append(chaos.Schedule(nil), sc.Steps...)
+	if sc.Nemesis != nil {
+		n := *sc.Nemesis
+		n.Instances = sc.Instances
+		rng := rand.New(rand.NewSource(o.Seed))
+		more, err := chaos.Nemesis(rng, n)
+		if err != nil {
+			return nil, Timing{}, fmt.Errorf("%w: %v", ErrOptions, err)
+		}
+		steps = append(steps, more...)
+	}
+	return steps.Scale(o.TimeScale), timing, nil
+}
+
+func (o Options) effectiveScenario() Scenario {
+	sc := o.Scenario
+	if o.Instances > 0 {
+		sc.Instances = o.Instances
+	}
+	if o.Endpoints > 0 {
+		sc.Endpoints = o.Endpoints
+	}
+	return sc
+}
+
+// needsControl reports which backend controls a schedule uses.
+func needsControl(s chaos.Schedule) (kill, pause bool) {
+	for _, st := range s {
+		switch st.Fault.(type) {
+		case chaos.RedisRestart:
+			kill = true
+		case chaos.RedisPause:
+			pause = true
+		}
+	}
+	return
+}
+
+// Run executes one scenario against a fresh backend and returns its history. Setup errors (bad options,
+// no backend) are returned before anything is left running. When ctx is cancelled the run stops early,
+// every fault is ended, every instance and process stopped, and the partial history returned with
+// Meta.Interrupted set.
+func Run(ctx context.Context, o Options) (res Result, err error) {
+	schedule, timing, err := Plan(o)
+	if err != nil {
+		return res, err
+	}
+	res.Schedule = schedule
+	sc := o.effectiveScenario()
+
+	backend, err := OpenBackend(ctx, o.Backend)
+	if err != nil {
+		return res, err
+	}
+	defer func() { err = errors.Join(err, backend.Close()) }()
+	if kill, pause := needsControl(schedule); kill || pause {
+		if _, embedded := backend.(*embeddedBackend); (pause && embedded) || backend.Shared() {
+			return res, fmt.Errorf("%w: scenario %s needs to kill or pause Redis, which %s cannot do: use --redis server", chaos.ErrUnsupported, sc.Name, backend.Describe())
+		}
+		if _, ok := backend.(*containerBackend); ok {
+			return res, fmt.Errorf("%w: scenario %s needs to kill or pause Redis: use --redis server", chaos.ErrUnsupported, sc.Name)
+		}
+	}
+
+	var proxies chaos.Proxies
+	if o.Toxiproxy != "" {
+		r, err := chaos.NewRemote(o.Toxiproxy)
+		if err != nil {
+			return res, err
+		}
+		proxies = r
+	} else {
+		proxies = chaos.NewEmbedded(o.Seed)
+	}
+	defer func() { err = errors.Join(err, proxies.Close()) }()
+
+	rng := rand.New(rand.NewSource(o.Seed))
+	ns := ""
+	if backend.Shared() {
+		ns = fmt.Sprintf("tenure-%08x:", rng.Uint32())
+	}
+	admin := redis.NewClient(&redis.Options{Addr: backend.Addr(), MaxRetries: 3, ContextTimeoutEnabled: true})
+	defer admin.Close()
+	if err := admin.Ping(ctx).Err(); err != nil {
+		return res, fmt.Errorf("sim: backend %s does not answer: %w", backend.Describe(), err)
+	}
+	if !backend.Shared() {
+		if n, err := admin.DBSize(ctx).Result(); err != nil || n != 0 {
+			return res, fmt.Errorf("sim: backend %s is not empty at start (%d keys, %v): the run's assumptions do not hold", backend.Describe(), n, err)
+		}
+	}
+
+	start := time.Now()
+	rec := history.NewRecorderFrom(start)
+	logger := slog.New(slog.NewJSONHandler(discardIfNil(o.Log), &slog.HandlerOptions{Level: slog.LevelInfo}))
+	r := &runner{
+		o: o, sc: sc, timing: timing, rec: rec, rng: rng, backend: backend, proxies: proxies,
+		keyPrefix: ns + "poll:", sessions: newSessionStore(admin, ns+"session:", rec),
+		svc: newEndpointService(rec, sc.Fencing, timing.PollDuration), logger: logger,
+	}
+	if c, ok := o.System.(OpClassifier); ok {
+		r.classifier = c
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		r.crashAll()
+		if backend.Shared() {
+			err = errors.Join(err, r.sessions.deleteAll(cctx), deleteNamespace(cctx, admin, ns))
+		}
+	}()
+
+	for i := 0; i < sc.Endpoints; i++ {
+		if err := r.sessions.Add(ctx, endpointName(i, sc.Endpoints)); err != nil {
+			return res, err
+		}
+	}
+	// The fleet starts at once, as after a deploy: the thundering herd is part of every scenario.
+	var wg sync.WaitGroup
+	errs := make([]error, sc.Instances)
+	for i := 0; i < sc.Instances; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			_, errs[i] = r.StartInstance(ctx)
+		}(i)
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return res, fmt.Errorf("sim: start fleet: %w", err)
+	}
+
+	total := time.Duration(float64(sc.Duration) * o.TimeScale)
+	runCtx, cancelRun := context.WithTimeout(ctx, total-rec.Now())
+	defer cancelRun()
+	var faultErrs []string
+	var lastFault string
+	var mu sync.Mutex
+	runner := chaos.Runner{
+		Env:   r,
+		Now:   rec.Now,
+		Sleep: sleepCtx,
+		OnApply: func(fr chaos.Record) {
+			mu.Lock()
+			lastFault = fr.Name
+			mu.Unlock()
+		},
+		OnEnd: func(fr chaos.Record) {
+			if fr.Err != nil {
+				mu.Lock()
+				faultErrs = append(faultErrs, fmt.Sprintf("%s %s: %v", fr.ID, fr.Name, fr.Err))
+				mu.Unlock()
+			}
+			if !fr.IsFault {
+				return
+			}
+			rec.Add(history.Event{Kind: history.KindFault, At: fr.Start, End: fr.End, Fault: &history.Fault{
+				ID: fr.ID, Name: fr.Name, Targets: fr.Applied.Targets, Params: fr.Applied.Params,
+				Wipes: fr.Applied.Wipes, Removes: fr.Applied.Removes,
+			}})
+		},
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = runner.Run(runCtx, schedule)
+	}()
+	if o.Progress != nil {
+		t := time.NewTicker(500 * time.Millisecond)
+	loop:
+		for {
+			select {
+			case <-done:
+				break loop
+			case <-t.C:
+				mu.Lock()
+				lf := lastFault
+				mu.Unlock()
+				o.Progress(Progress{Elapsed: rec.Now(), Total: total, Live: len(r.Live()), Events: rec.Len(), Last: lf})
+			}
+		}
+		t.Stop()
+	}
+	<-done
+	// Stay until the end of the run even if the schedule finished early.
+	<-runCtx.Done()
+	end := rec.Now()
+	interrupted := ctx.Err() != nil
+
+	r.crashAll()
+	events := rec.Events()
+	kept := events[:0]
+	for _, e := range events {
+		if e.At <= end {
+			kept = append(kept, e)
+		}
+	}
+	res.FaultErrors = faultErrs
+	steady := make([]history.Window, len(sc.Steady))
+	for i, w := range sc.Steady {
+		steady[i] = history.Window{From: time.Duration(float64(w.From) * o.TimeScale), To: time.Duration(float64(w.To) * o.TimeScale)}
+	}
+	res.History = history.History{
+		Meta: history.Meta{
+			Schema: history.SchemaVersion, Scenario: sc.Name, Suite: o.Suite, System: o.System.Name(), Kind: "lease",
+			Backend: backend.Describe(), Seed: o.Seed, TimeScale: o.TimeScale,
+			Instances: sc.Instances, Endpoints: sc.Endpoints, LeaseTTL: timing.LeaseTTL,
+			FailoverBound: FailoverBound(timing), PollInterval: timing.PollInterval, Fencing: sc.Fencing,
+			Steady: steady, ExpectBalance: sc.ExpectBalance, Duration: end, StartedAt: start.UTC(),
+			Command: o.Command, Interrupted: interrupted, Expect: sc.Expect,
+		},
+		Events: kept,
+	}
+	return res, nil
+}
+
+func endpointName(i, n int) string {
+	switch {
+	case n <= 10:
+		return fmt.Sprintf("ep-%d", i)
+	case n <= 100:
+		return fmt.Sprintf("ep-%02d", i)
+	case n <= 1000:
+		return fmt.Sprintf("ep-%03d", i)
+	}
+	return fmt.Sprintf("ep-%05d", i)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func discardIfNil(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	return w
+}
+
+// deleteNamespace removes the keys a run wrote on a shared backend, and only those.
+func deleteNamespace(ctx context.Context, c *redis.Client, ns string) error {
+	if ns == "" {
+		return nil
+	}
+	iter := c.Scan(ctx, 0, ns+"*", 500).Iterator()
+	var keys []string
+	for iter.Next(ctx) {
+		keys = append(keys, iter.Val())
+	}
+	if err := iter.Err(); err != nil {
+		return err
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	return c.Del(ctx, keys...).Err()
+}

@@ -1,0 +1,135 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/tenurelabs/tenure/chaos"
+	"github.com/tenurelabs/tenure/history"
+)
+
+// Scenario is one named situation, as data: the fleet, the poll targets, the schedule of faults, and
+// what the checker should expect. Times are spec times (lease TTL 30 s); Options.TimeScale compresses
+// them.
+type Scenario struct {
+	// Name is the scenario's name on the command line.
+	Name string
+	// Description says in a sentence what it shows.
+	Description string
+	// Instances is the initial fleet size; Endpoints the number of sessions created at the start.
+	Instances int
+	Endpoints int
+	// Duration is how long the run lasts.
+	Duration time.Duration
+	// Steps is the fault schedule.
+	Steps chaos.Schedule
+	// Nemesis, when set, adds a random schedule drawn from the seed between its From and To.
+	Nemesis *chaos.NemesisOptions
+	// Steady lists the windows in which the fleet should be settled (balance, liveness).
+	Steady []history.Window
+	// ExpectBalance asks the checker for ±1 balance in the steady windows.
+	ExpectBalance bool
+	// Fencing makes the simulated endpoints refuse stale tokens.
+	Fencing bool
+	// Timing overrides the spec timing where non-zero (e.g. a poll longer than the TTL).
+	Timing Timing
+	// Expect names invariants this scenario is expected to violate (for broken systems' regressions).
+	Expect []string
+	// NeedsBackendControl is set when a step kills, restarts or pauses the backend.
+	NeedsBackendControl bool
+}
+
+// SpecTiming is the specification's timing: lease TTL 30 s, renewal 10 s, heartbeat 10 s with TTL 30 s,
+// discovery 10 s; each held endpoint polled every 5 s, a poll taking 1 s; Redis calls bounded by 3 s;
+// clocks assumed to drift by at most 1%.
+func SpecTiming() Timing {
+	return Timing{
+		LeaseTTL:          30 * time.Second,
+		RenewInterval:     10 * time.Second,
+		HeartbeatInterval: 10 * time.Second,
+		HeartbeatTTL:      30 * time.Second,
+		DiscoveryInterval: 10 * time.Second,
+		PollInterval:      5 * time.Second,
+		PollDuration:      1 * time.Second,
+		OpTimeout:         3 * time.Second,
+		DriftBound:        0.01,
+	}
+}
+
+// merged returns t with every zero field taken from base.
+func (t Timing) merged(base Timing) Timing {
+	pick := func(a, b time.Duration) time.Duration {
+		if a != 0 {
+			return a
+		}
+		return b
+	}
+	out := Timing{
+		LeaseTTL:          pick(t.LeaseTTL, base.LeaseTTL),
+		RenewInterval:     pick(t.RenewInterval, base.RenewInterval),
+		HeartbeatInterval: pick(t.HeartbeatInterval, base.HeartbeatInterval),
+		HeartbeatTTL:      pick(t.HeartbeatTTL, base.HeartbeatTTL),
+		DiscoveryInterval: pick(t.DiscoveryInterval, base.DiscoveryInterval),
+		PollInterval:      pick(t.PollInterval, base.PollInterval),
+		PollDuration:      pick(t.PollDuration, base.PollDuration),
+		OpTimeout:         pick(t.OpTimeout, base.OpTimeout),
+		DriftBound:        t.DriftBound,
+	}
+	if out.DriftBound == 0 {
+		out.DriftBound = base.DriftBound
+	}
+	return out
+}
+
+// scaled multiplies every duration by f. The Redis call bound is never scaled below 250 ms: a loaded
+// machine can stall a local round trip for tens of milliseconds, and a spurious timeout is not the
+// fault being studied.
+func (t Timing) scaled(f float64) Timing {
+	s := func(d time.Duration) time.Duration { return time.Duration(float64(d) * f) }
+	out := Timing{
+		LeaseTTL: s(t.LeaseTTL), RenewInterval: s(t.RenewInterval),
+		HeartbeatInterval: s(t.HeartbeatInterval), HeartbeatTTL: s(t.HeartbeatTTL),
+		DiscoveryInterval: s(t.DiscoveryInterval), PollInterval: s(t.PollInterval),
+		PollDuration: s(t.PollDuration), OpTimeout: s(t.OpTimeout), DriftBound: t.DriftBound,
+	}
+	if out.OpTimeout < 250*time.Millisecond {
+		out.OpTimeout = 250 * time.Millisecond
+	}
+	return out
+}
+
+// FailoverBound is the longest acceptable time from a fault to the next poll of an affected endpoint:
+// the lease must expire (TTL), a survivor must notice at its next discovery tick, and poll at its next
+// poll tick.
+func FailoverBound(t Timing) time.Duration {
+	return t.LeaseTTL + t.DiscoveryInterval + t.PollInterval
+}
+
+// Validate checks a scenario against the options it will run with.
+func (s Scenario) Validate() error {
+	var errs []error
+	if s.Name == "" {
+		errs = append(errs, errors.New("scenario: name is empty"))
+	}
+	if s.Instances < 1 {
+		errs = append(errs, fmt.Errorf("scenario %s: instances must be at least 1 (got %d)", s.Name, s.Instances))
+	}
+	if s.Endpoints < 1 {
+		errs = append(errs, fmt.Errorf("scenario %s: endpoints must be at least 1 (got %d)", s.Name, s.Endpoints))
+	}
+	if s.Duration <= 0 {
+		errs = append(errs, fmt.Errorf("scenario %s: duration must be positive", s.Name))
+	}
+	for _, st := range s.Steps {
+		if st.At+st.For > s.Duration {
+			errs = append(errs, fmt.Errorf("scenario %s: step %q ends after the run (%s)", s.Name, st, s.Duration))
+		}
+	}
+	for _, w := range s.Steady {
+		if w.From >= w.To || w.To > s.Duration {
+			errs = append(errs, fmt.Errorf("scenario %s: steady window %s..%s must lie inside the run", s.Name, w.From, w.To))
+		}
+	}
+	return errors.Join(errs...)
+}
