@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 )
@@ -16,6 +17,18 @@ type Latency struct {
 
 // Name implements Fault.
 func (Latency) Name() string { return "latency" }
+
+// Scaled implements Scaler: the delay is part of the scenario's timing.
+func (f Latency) Scaled(by float64) Fault {
+	f.Latency = time.Duration(float64(f.Latency) * by)
+	f.Jitter = time.Duration(float64(f.Jitter) * by)
+	return f
+}
+
+// MarshalJSON writes durations as text ("600ms").
+func (f Latency) MarshalJSON() ([]byte, error) {
+	return json.Marshal(map[string]any{"slot": f.Slot, "latency": ms(f.Latency), "jitter": ms(f.Jitter)})
+}
 
 // Apply implements Fault.
 func (f Latency) Apply(_ context.Context, env Env) (func(context.Context) error, Applied, error) {

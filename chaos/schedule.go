@@ -46,12 +46,21 @@ func (s Step) String() string {
 // Schedule is an ordered list of steps.
 type Schedule []Step
 
-// Scale returns the schedule with every time multiplied by f.
+// Scaler is implemented by faults whose parameters include durations of the scenario's timing (a
+// latency, for example), so that a time scale applies to them as it does to the schedule.
+type Scaler interface {
+	Scaled(by float64) Fault
+}
+
+// Scale returns the schedule with every time multiplied by f, fault parameters included.
 func (s Schedule) Scale(f float64) Schedule {
 	out := make(Schedule, len(s))
 	for i, st := range s {
 		st.At = time.Duration(float64(st.At) * f)
 		st.For = time.Duration(float64(st.For) * f)
+		if sc, ok := st.Fault.(Scaler); ok {
+			st.Fault = sc.Scaled(f)
+		}
 		out[i] = st
 	}
 	return out

@@ -131,10 +131,12 @@ var all = []sim.Scenario{
 		Steady: w(130*s, 150*s),
 	},
 	{
-		Name: "random-nemesis", Description: "A random mix of faults drawn from the seed, with recovery time between them.",
+		Name: "random-nemesis", Description: "A random mix of faults drawn from the seed, with recovery time between them; endpoints enforce fencing.",
 		Instances: 4, Endpoints: 12, Duration: 320 * s,
 		Nemesis: &chaos.NemesisOptions{From: 60 * s, To: 290 * s, TTL: 30 * s},
 		Steady:  w(300*s, 320*s), NeedsBackendControl: true,
+		// Pauses are among the faults: only fencing at the resource can refuse a woken zombie's poll.
+		Fencing: true,
 	},
 }
 

@@ -64,6 +64,21 @@ func OpenBackend(ctx context.Context, spec string) (Backend, error) {
 	return nil, fmt.Errorf("%w (got %q)", ErrBackendSpec, spec)
 }
 
+// CheckBackendSpec reports whether spec is a backend OpenBackend understands, without opening it.
+func CheckBackendSpec(spec string) error {
+	switch {
+	case spec == "" || spec == "auto" || spec == "server" || spec == "embedded" || spec == "container":
+		return nil
+	case strings.HasPrefix(spec, "addr="):
+		addr := strings.TrimPrefix(spec, "addr=")
+		if addr == "" || !strings.Contains(addr, ":") {
+			return fmt.Errorf("sim: --redis %q: give an address as addr=HOST:PORT", spec)
+		}
+		return nil
+	}
+	return fmt.Errorf("%w (got %q)", ErrBackendSpec, spec)
+}
+
 // serverBackend is a private redis-server.
 type serverBackend struct {
 	s       *redisserver.Server

@@ -116,7 +116,15 @@ func (r *runner) StartInstance(ctx context.Context) (string, error) {
 	ictx, cancel := context.WithCancel(context.Background())
 	in.cancel = cancel
 	r.mu.Lock()
-	r.live = append(r.live, in)
+	// Keep the live list in slot order, so that "slot 0" in a schedule is the first instance created
+	// even when the fleet starts concurrently.
+	pos := len(r.live)
+	for pos > 0 && r.live[pos-1].slot > slot {
+		pos--
+	}
+	r.live = append(r.live, nil)
+	copy(r.live[pos+1:], r.live[pos:])
+	r.live[pos] = in
 	r.mu.Unlock()
 	r.rec.Add(history.Event{Kind: history.KindLifecycle, At: r.rec.Now(), Instance: id, Lifecycle: &history.Lifecycle{Change: history.LifeStarted}})
 	if err := sut.Start(ictx); err != nil {

@@ -1,0 +1,37 @@
+# Tenure: the two commands a newcomer needs are `make run` and `make test`.
+GO        ?= go
+SIMRUN    := bin/simrun
+# The ci suite runs against a private redis-server; `auto` would fall back to the embedded Redis.
+CI_REDIS  ?= server
+
+.PHONY: run test unit suite bench lint build clean
+
+build:
+	$(GO) build -o $(SIMRUN) ./cmd/simrun
+
+## run: a representative part of the ci suite (about a minute) on the default backend
+##      (a private redis-server when installed, else the embedded one)
+run: build
+	$(SIMRUN) run --suite quick --redis auto
+
+## test: vet, every package's tests, then the whole ci suite against a real redis-server
+test: lint unit suite
+
+unit:
+	$(GO) test -count=1 -timeout 12m ./...
+
+suite: build
+	$(SIMRUN) run --suite ci --redis $(CI_REDIS) --quiet --out simrun-out/ci
+
+## bench: library and checker benchmarks, then failover figures from the harness
+bench: build
+	$(GO) test -run '^$$' -bench . -benchtime 1x ./lease/ ./checker/ ./reports/
+	$(SIMRUN) bench crash-failover --runs 5 --seed 1
+
+lint:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet ./...
+
+clean:
+	rm -rf bin simrun-out

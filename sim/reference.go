@@ -1,0 +1,103 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tenurelabs/tenure/history"
+	"github.com/tenurelabs/tenure/lease"
+)
+
+func init() { Register("reference", func() System { return NewReference() }) }
+
+// Reference is Tenure's lease.Manager as a system under test.
+type Reference struct {
+	scripts map[string]string // SHA1 -> "acquire" | "renew" | "release"
+}
+
+// NewReference returns the reference system.
+func NewReference() Reference { return Reference{scripts: lease.ScriptNames()} }
+
+// Name implements System.
+func (Reference) Name() string { return "reference" }
+
+// NewInstance implements System.
+func (r Reference) NewInstance(c InstanceConfig) (Instance, error) {
+	cfg := lease.DefaultConfig()
+	cfg.InstanceID = c.ID
+	cfg.KeyPrefix = c.KeyPrefix
+	cfg.SessionPrefix = c.SessionPrefix
+	cfg.LeaseTTL = c.Timing.LeaseTTL
+	cfg.RenewInterval = c.Timing.RenewInterval
+	cfg.HeartbeatInterval = c.Timing.HeartbeatInterval
+	cfg.HeartbeatTTL = c.Timing.HeartbeatTTL
+	cfg.DiscoveryInterval = c.Timing.DiscoveryInterval
+	cfg.PollInterval = c.Timing.PollInterval
+	cfg.OpTimeout = c.Timing.OpTimeout
+	cfg.DriftBound = c.Timing.DriftBound
+	cfg.SafetyMargin = c.Timing.LeaseTTL / 30
+	cfg.Clock = c.Clock
+	cfg.Logger = c.Logger
+	poll := c.Poll
+	cfg.Poll = func(ctx context.Context, p lease.Poll) error { return poll(ctx, p.Endpoint, p.Token) }
+	if c.Observe != nil {
+		observe := c.Observe
+		cfg.Observe = func(e lease.Event) {
+			observe(e.Endpoint, history.Belief{Held: e.Kind == lease.EventAcquired, Token: e.Token, Reason: e.Reason})
+		}
+	}
+	m, err := lease.New(c.Client, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// Classify implements OpClassifier for the reference's Lua scripts (see lease.Scripts for their
+// conventions).
+func (r Reference) Classify(args []any, reply any, err error) (history.Op, bool) {
+	if len(args) < 6 {
+		return history.Op{}, false
+	}
+	name := strings.ToLower(fmt.Sprint(args[0]))
+	var kind string
+	switch name {
+	case "evalsha":
+		kind = r.scripts[strings.ToLower(fmt.Sprint(args[1]))]
+	case "eval":
+		src := fmt.Sprint(args[1])
+		for n, s := range lease.Scripts() {
+			if s == src {
+				kind = n
+			}
+		}
+	}
+	if kind == "" {
+		return history.Op{}, false
+	}
+	nkeys, convErr := strconv.Atoi(fmt.Sprint(args[2]))
+	if convErr != nil || len(args) < 3+nkeys+2 {
+		return history.Op{}, false
+	}
+	key := fmt.Sprint(args[3])
+	owner := fmt.Sprint(args[3+nkeys])
+	ttlMS, _ := strconv.ParseInt(fmt.Sprint(args[3+nkeys+1]), 10, 64)
+	op := history.Op{Key: key, Owner: owner}
+	n, _ := reply.(int64)
+	switch kind {
+	case "acquire":
+		op.Kind, op.TTL, op.OK = history.OpAcquire, time.Duration(ttlMS)*time.Millisecond, err == nil && n > 0
+		if n == -1 {
+			// Refused by the fresh-dataset guard, whatever the key holds: not a lease-model answer.
+			op.Kind = history.OpOther
+		}
+	case "renew":
+		op.Kind, op.TTL, op.OK = history.OpRenew, time.Duration(ttlMS)*time.Millisecond, err == nil && n == 1
+	case "release":
+		op.Kind, op.OK = history.OpRelease, err == nil && n == 1
+	}
+	return op, true
+}

@@ -1,0 +1,361 @@
+package simcli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tenurelabs/tenure/checker"
+	"github.com/tenurelabs/tenure/history"
+	"github.com/tenurelabs/tenure/reports"
+	"github.com/tenurelabs/tenure/scenarios"
+	"github.com/tenurelabs/tenure/sim"
+)
+
+// runFlags are the flags of 'simrun run' (and, in part, 'simrun bench').
+type runFlags struct {
+	suite        string
+	instances    int
+	endpoints    int
+	seed         int64
+	seedSet      bool
+	timeScale    float64
+	timeScaleSet bool
+	redis        string
+	out          string
+	system       string
+	toxiproxy    string
+	duration     time.Duration
+	quiet        bool
+}
+
+func (f *runFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.suite, "suite", "", "run a suite: ci, quick, full or soak")
+	positive := func(dst *int) func(string) error {
+		return func(s string) error {
+			n, err := strconv.Atoi(s)
+			if err != nil || n < 1 {
+				return fmt.Errorf("want a whole number of at least 1, got %q", s)
+			}
+			*dst = n
+			return nil
+		}
+	}
+	fs.Func("instances", "override the scenario's initial fleet size", positive(&f.instances))
+	fs.Func("endpoints", "override the scenario's number of endpoints", positive(&f.endpoints))
+	fs.Func("seed", "seed for every random choice (default: drawn from the clock and printed)", func(s string) error {
+		_, err := fmt.Sscan(s, &f.seed)
+		f.seedSet = err == nil
+		if err != nil {
+			return fmt.Errorf("want an integer, got %q", s)
+		}
+		return nil
+	})
+	fs.Func("time-scale", "multiply every spec duration (0.1 = ten times faster; default: the suite's, else 0.1)", func(s string) error {
+		if _, err := fmt.Sscan(s, &f.timeScale); err != nil {
+			return fmt.Errorf("want a number, got %q", s)
+		}
+		if f.timeScale <= 0 {
+			return fmt.Errorf("must be > 0 (got %s): 1 is spec time, 0.1 ten times faster", s)
+		}
+		f.timeScaleSet = true
+		return nil
+	})
+	fs.StringVar(&f.redis, "redis", "auto", "backend: auto, server, embedded, addr=HOST:PORT or container")
+	fs.StringVar(&f.out, "out", "", "output directory (default ./simrun-out/<time>-<name>-<seed>)")
+	fs.StringVar(&f.system, "system", "reference", "system under test (see simrun list)")
+	fs.StringVar(&f.toxiproxy, "toxiproxy", "", "URL of an external toxiproxy-server (default: embedded)")
+	fs.DurationVar(&f.duration, "duration", 10*time.Minute, "soak suite: keep drawing new nemesis runs until this much time is spent")
+	fs.BoolVar(&f.quiet, "quiet", false, "no progress line")
+}
+
+// parseInterleaved lets positional arguments and flags come in any order.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// job is one scenario to run with its final options.
+type job struct {
+	opts sim.Options
+	dir  string
+}
+
+func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
+	var f runFlags
+	fs := flag.NewFlagSet("simrun run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	f.register(fs)
+	names, err := parseInterleaved(fs, args)
+	if err != nil {
+		return ExitUsage, err
+	}
+	jobs, base, err := plan(&f, names)
+	if err != nil {
+		return ExitUsage, err
+	}
+	fmt.Fprintf(stdout, "seed %d  (replay: %s)\n", f.seed, jobs[0].opts.Command)
+
+	deadline := time.Now().Add(f.duration)
+	var entries []reports.SuiteEntry
+	var rows []summaryRow
+	code := ExitOK
+	for i := 0; i < len(jobs); i++ {
+		j := jobs[i]
+		row, entry, err := runOne(ctx, j, f.quiet, stdout, stderr)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ExitInterrupted, fmt.Errorf("interrupted during %s: partial history saved in %s", j.opts.Scenario.Name, j.dir)
+			}
+			if base != "" && len(rows) == 0 {
+				_ = os.RemoveAll(base) // nothing ran: leave no half-run behind
+			}
+			return ExitUsage, err
+		}
+		rows = append(rows, row)
+		if base != "" {
+			rel, _ := filepath.Rel(base, j.dir)
+			entry.Dir = rel
+			entries = append(entries, entry)
+		}
+		if !row.passed {
+			code = ExitViolated
+		}
+		if ctx.Err() != nil {
+			code = ExitInterrupted
+			break
+		}
+		// A soak keeps drawing new schedules until its time is spent.
+		if f.suite == "soak" && i == len(jobs)-1 && time.Now().Before(deadline) {
+			next := j
+			next.opts.Seed++
+			next.opts.Command = replay(next.opts, f)
+			next.dir = filepath.Join(base, fmt.Sprintf("%s-%d", j.opts.Scenario.Name, next.opts.Seed))
+			jobs = append(jobs, next)
+		}
+	}
+	printSummary(stdout, rows)
+	if base != "" {
+		name := f.suite
+		if name == "" {
+			name = "run"
+		}
+		if err := reports.WriteSuite(base, name, entries); err != nil {
+			return ExitUsage, fmt.Errorf("write suite index: %w", err)
+		}
+		fmt.Fprintf(stdout, "index: %s\n", filepath.Join(base, "index.html"))
+	}
+	return code, nil
+}
+
+// plan validates everything before anything starts: names, systems, options, schedules.
+func plan(f *runFlags, names []string) ([]job, string, error) {
+	if f.suite != "" && len(names) > 0 {
+		return nil, "", fmt.Errorf("%w: give scenario names or --suite, not both", errUsage)
+	}
+	if f.suite == "" && len(names) == 0 {
+		return nil, "", fmt.Errorf("%w: name at least one scenario or a --suite; valid scenarios: %s", errUsage, strings.Join(scenarios.Names(), ", "))
+	}
+	if err := sim.CheckBackendSpec(f.redis); err != nil {
+		return nil, "", fmt.Errorf("%w: %v", errUsage, err)
+	}
+	scale := 0.1
+	label := ""
+	if f.suite != "" {
+		su, err := scenarios.GetSuite(f.suite)
+		if err != nil {
+			return nil, "", fmt.Errorf("%w: %v", errUsage, err)
+		}
+		names, scale, label = su.Scenarios, su.TimeScale, "suite-"+su.Name
+	}
+	if f.timeScaleSet {
+		scale = f.timeScale
+	}
+	f.timeScale = scale
+	system, err := sim.Lookup(f.system)
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if !f.seedSet {
+		f.seed = time.Now().UnixNano() % 1_000_000_000
+	}
+	stamp := time.Now().Format("20060102-150405")
+	var base string
+	if len(names) > 1 || f.suite != "" {
+		if label == "" {
+			label = "run"
+		}
+		base = f.out
+		if base == "" {
+			base = filepath.Join("simrun-out", fmt.Sprintf("%s-%s-%d", stamp, label, f.seed))
+		}
+	}
+	var jobs []job
+	for _, n := range names {
+		sc, err := scenarios.Get(n)
+		if err != nil {
+			return nil, "", fmt.Errorf("%w: %v", errUsage, err)
+		}
+		o := sim.Options{System: system, Scenario: sc, Suite: f.suite, Seed: f.seed, TimeScale: scale,
+			Backend: f.redis, Toxiproxy: f.toxiproxy, Instances: f.instances, Endpoints: f.endpoints}
+		if _, _, err := sim.Plan(o); err != nil {
+			return nil, "", fmt.Errorf("%w: %v", errUsage, err)
+		}
+		o.Command = replay(o, *f)
+		dir := f.out
+		if base != "" {
+			dir = filepath.Join(base, sc.Name)
+		} else if dir == "" {
+			dir = filepath.Join("simrun-out", fmt.Sprintf("%s-%s-%d", stamp, sc.Name, f.seed))
+		}
+		jobs = append(jobs, job{opts: o, dir: dir})
+	}
+	return jobs, base, nil
+}
+
+// replay is the one-line command that reproduces a run.
+func replay(o sim.Options, f runFlags) string {
+	parts := []string{"simrun run", o.Scenario.Name, fmt.Sprintf("--seed %d", o.Seed), fmt.Sprintf("--time-scale %g", o.TimeScale),
+		"--system " + o.System.Name(), "--redis " + f.redis}
+	if f.instances > 0 {
+		parts = append(parts, fmt.Sprintf("--instances %d", f.instances))
+	}
+	if f.endpoints > 0 {
+		parts = append(parts, fmt.Sprintf("--endpoints %d", f.endpoints))
+	}
+	if f.toxiproxy != "" {
+		parts = append(parts, "--toxiproxy "+f.toxiproxy)
+	}
+	return strings.Join(parts, " ")
+}
+
+// runOne runs a job, checks it and writes its reports, even when interrupted.
+func runOne(ctx context.Context, j job, quiet bool, stdout, stderr io.Writer) (summaryRow, reports.SuiteEntry, error) {
+	if err := os.MkdirAll(j.dir, 0o755); err != nil {
+		return summaryRow{}, reports.SuiteEntry{}, fmt.Errorf("create output directory: %w", err)
+	}
+	logf, err := os.Create(filepath.Join(j.dir, "instances.log"))
+	if err != nil {
+		return summaryRow{}, reports.SuiteEntry{}, err
+	}
+	defer logf.Close()
+	o := j.opts
+	o.Log = logf
+	if !quiet && isTerminal(stderr) {
+		o.Progress = func(p sim.Progress) {
+			fmt.Fprintf(stderr, "\r\033[K[%s] %s / %s  live %d  events %d  %s", o.Scenario.Name,
+				p.Elapsed.Round(100*time.Millisecond), p.Total.Round(100*time.Millisecond), p.Live, p.Events, p.Last)
+		}
+	}
+	fmt.Fprintf(stdout, "running %s (system %s, seed %d, time scale %g)\n", o.Scenario.Name, o.System.Name(), o.Seed, o.TimeScale)
+	res, err := sim.Run(ctx, o)
+	if o.Progress != nil {
+		fmt.Fprint(stderr, "\r\033[K")
+	}
+	if err != nil {
+		_ = os.RemoveAll(j.dir) // nothing ran: leave no half-run behind
+		return summaryRow{}, reports.SuiteEntry{}, fmt.Errorf("%s: %w", o.Scenario.Name, err)
+	}
+	for _, fe := range res.FaultErrors {
+		fmt.Fprintf(stderr, "warning: %s: fault failed: %s\n", o.Scenario.Name, fe)
+	}
+	if err := os.WriteFile(filepath.Join(j.dir, "schedule.txt"), []byte(res.Schedule.String()), 0o644); err != nil {
+		return summaryRow{}, reports.SuiteEntry{}, err
+	}
+	row, entry, err := judge(j.dir, res.History)
+	if err != nil {
+		return row, entry, err
+	}
+	fmt.Fprintf(stdout, "  %s  %s  report: %s\n", verdictWord(row.passed), row.detail, filepath.Join(j.dir, "report.html"))
+	if res.History.Meta.Interrupted {
+		return row, entry, context.Canceled
+	}
+	return row, entry, nil
+}
+
+// judge checks a history and writes every report file into dir.
+func judge(dir string, h history.History) (summaryRow, reports.SuiteEntry, error) {
+	opts := checker.DefaultOptions()
+	rep := checker.Check(h, opts)
+	passed := Passed(rep, h.Meta.Expect)
+	err := reports.WriteRun(dir, reports.Run{
+		History: h, Report: rep, Passed: passed, Expected: h.Meta.Expect,
+		Linearizability: func(w io.Writer) error { return checker.VisualizeLinearizability(w, h, opts) },
+	})
+	if err != nil {
+		return summaryRow{}, reports.SuiteEntry{}, fmt.Errorf("write reports: %w", err)
+	}
+	row := newSummaryRow(h.Meta, rep, passed)
+	return row, reports.SuiteEntry{Meta: h.Meta, Report: rep, Passed: passed}, nil
+}
+
+// Passed is a run's verdict: every invariant passed (or was skipped), except those the scenario expects
+// to be violated, which must be violated.
+func Passed(rep checker.Report, expect []string) bool {
+	want := map[string]bool{}
+	for _, e := range expect {
+		want[e] = true
+	}
+	for _, r := range rep.Results {
+		if want[r.Invariant] {
+			if r.Outcome != checker.Violated {
+				return false
+			}
+			continue
+		}
+		if r.Outcome == checker.Violated || r.Outcome == checker.Unknown {
+			return false
+		}
+	}
+	return true
+}
+
+func reportCmd(args []string, stdout io.Writer) (int, error) {
+	if len(args) != 1 {
+		return ExitUsage, fmt.Errorf("%w: simrun report DIR (a directory holding history.jsonl)", errUsage)
+	}
+	dir := args[0]
+	h, err := history.ReadFile(filepath.Join(dir, "history.jsonl"))
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return ExitUsage, fmt.Errorf("%s has no history.jsonl: give the directory of one run", dir)
+		}
+		return ExitUsage, err
+	}
+	row, _, err := judge(dir, h)
+	if err != nil {
+		return ExitUsage, err
+	}
+	printSummary(stdout, []summaryRow{row})
+	fmt.Fprintf(stdout, "report: %s\n", filepath.Join(dir, "report.html"))
+	if !row.passed {
+		return ExitViolated, nil
+	}
+	return ExitOK, nil
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

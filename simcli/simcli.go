@@ -1,0 +1,90 @@
+// Package simcli is the simrun command line as a library. cmd/simrun is a two-line main around it; a
+// team that wants to put its own lease implementation through Tenure's scenarios writes the same two
+// lines after registering its system:
+//
+//	func main() {
+//		sim.Register("mine", func() sim.System { return mySystem{} })
+//		os.Exit(simcli.Main(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+//	}
+//
+// Exit codes: 0 every invariant held, 1 an invariant was violated (or could not be decided), 2 usage or
+// setup error, 130 interrupted.
+package simcli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+)
+
+// Exit codes.
+const (
+	ExitOK          = 0
+	ExitViolated    = 1
+	ExitUsage       = 2
+	ExitInterrupted = 130
+)
+
+// errUsage marks errors that are the caller's to fix.
+var errUsage = errors.New("usage")
+
+const usage = `simrun — put a lease or election implementation through faults against a real Redis and check it.
+
+Usage:
+  simrun list                           scenarios, suites and systems
+  simrun run SCENARIO... [flags]        run scenarios
+  simrun run --suite NAME [flags]       run a suite (ci, quick, full, soak)
+  simrun report DIR                     re-check a saved run (DIR/history.jsonl) and render its reports again
+  simrun bench [flags]                  measure failover times over several seeds
+
+Run 'simrun run -h' for the flags.
+Exit status: 0 all invariants held, 1 an invariant was violated or undecided, 2 usage or setup error,
+130 interrupted.
+`
+
+// Main runs the command line and returns the exit code. SIGINT and SIGTERM stop a run cleanly: faults are
+// ended, every child process killed, the partial history saved.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return ExitUsage
+	}
+	var code int
+	var err error
+	switch args[0] {
+	case "list":
+		code, err = ExitOK, list(stdout)
+	case "run":
+		code, err = runCmd(ctx, args[1:], stdout, stderr)
+	case "report":
+		code, err = reportCmd(args[1:], stdout)
+	case "bench":
+		code, err = benchCmd(ctx, args[1:], stdout, stderr)
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return ExitOK
+	default:
+		err = fmt.Errorf("%w: unknown command %q: want list, run, report or bench", errUsage, args[0])
+	}
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return ExitOK
+		}
+		fmt.Fprintf(stderr, "simrun: %s\n", strings.TrimPrefix(err.Error(), "usage: "))
+		if code == ExitOK || code == ExitViolated {
+			code = ExitUsage
+		}
+		if ctx.Err() != nil {
+			code = ExitInterrupted
+		}
+	}
+	return code
+}

@@ -1,0 +1,201 @@
+package simcli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/tenurelabs/tenure/checker"
+	"github.com/tenurelabs/tenure/history"
+	"github.com/tenurelabs/tenure/scenarios"
+	"github.com/tenurelabs/tenure/sim"
+)
+
+// summaryRow is one line of the end-of-run table.
+type summaryRow struct {
+	scenario string
+	passed   bool
+	outcomes map[string]checker.Outcome
+	detail   string
+	failover string
+	duration time.Duration
+}
+
+var invariantOrder = []string{checker.InvSinglePoller, checker.InvLinearizable, checker.InvFailover, checker.InvBalance, checker.InvFencing, checker.InvLiveness}
+
+func newSummaryRow(m history.Meta, rep checker.Report, passed bool) summaryRow {
+	row := summaryRow{scenario: m.Scenario, passed: passed, outcomes: map[string]checker.Outcome{}, duration: m.Duration}
+	var bad []string
+	for _, r := range rep.Results {
+		row.outcomes[r.Invariant] = r.Outcome
+		if r.Outcome == checker.Violated || r.Outcome == checker.Unknown {
+			bad = append(bad, fmt.Sprintf("%s %s: %s", r.Invariant, r.Outcome, r.Message))
+		}
+	}
+	if len(bad) == 0 {
+		row.detail = "all invariants hold"
+	} else {
+		row.detail = strings.Join(bad, "; ")
+	}
+	row.failover = failoverFigures(rep.Failovers)
+	return row
+}
+
+// failoverFigures summarises measured takeovers as "p50 1.2s / max 3.4s (bound 4.5s)".
+func failoverFigures(fs []checker.Failover) string {
+	var lat []time.Duration
+	var bound time.Duration
+	for _, f := range fs {
+		if f.Latency >= 0 {
+			lat = append(lat, f.Latency)
+		}
+		bound = f.Bound
+	}
+	if len(lat) == 0 {
+		return "-"
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	p50 := lat[len(lat)/2]
+	return fmt.Sprintf("p50 %s / max %s (bound %s)", p50.Round(time.Millisecond), lat[len(lat)-1].Round(time.Millisecond), bound.Round(time.Millisecond))
+}
+
+func verdictWord(ok bool) string {
+	if ok {
+		return "PASS"
+	}
+	return "FAIL"
+}
+
+func mark(o checker.Outcome) string {
+	switch o {
+	case checker.Pass:
+		return "ok"
+	case checker.Violated:
+		return "VIOLATED"
+	case checker.Unknown:
+		return "unknown"
+	case checker.Skipped:
+		return "-"
+	}
+	return "?"
+}
+
+func printSummary(w io.Writer, rows []summaryRow) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprint(tw, "\nscenario\tverdict")
+	for _, inv := range invariantOrder {
+		fmt.Fprintf(tw, "\t%s", inv)
+	}
+	fmt.Fprint(tw, "\tfailover\n")
+	pass := 0
+	for _, r := range rows {
+		if r.passed {
+			pass++
+		}
+		fmt.Fprintf(tw, "%s\t%s", r.scenario, verdictWord(r.passed))
+		for _, inv := range invariantOrder {
+			fmt.Fprintf(tw, "\t%s", mark(r.outcomes[inv]))
+		}
+		fmt.Fprintf(tw, "\t%s\n", r.failover)
+	}
+	_ = tw.Flush()
+	fmt.Fprintf(w, "\n%d passed, %d failed\n", pass, len(rows)-pass)
+}
+
+func list(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SCENARIO\tFLEET\tDESCRIPTION")
+	for _, sc := range scenarios.All() {
+		fmt.Fprintf(tw, "%s\t%d×%d\t%s\n", sc.Name, sc.Instances, sc.Endpoints, sc.Description)
+	}
+	fmt.Fprintln(tw, "\nSUITE\tSCALE\tDESCRIPTION")
+	for _, su := range scenarios.Suites() {
+		fmt.Fprintf(tw, "%s\t%g\t%s\n", su.Name, su.TimeScale, su.Description)
+	}
+	fmt.Fprintln(tw, "\nSYSTEM")
+	for _, n := range sim.Systems() {
+		fmt.Fprintln(tw, n)
+	}
+	return tw.Flush()
+}
+
+// benchCmd runs one scenario over several seeds and reports the distribution of failover times.
+func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
+	var f runFlags
+	fs := flag.NewFlagSet("simrun bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	f.register(fs)
+	runs := fs.Int("runs", 5, "number of seeds to run")
+	names, err := parseInterleaved(fs, args)
+	if err != nil {
+		return ExitUsage, err
+	}
+	if len(names) == 0 {
+		names = []string{"crash-failover"}
+	}
+	if *runs < 1 {
+		return ExitUsage, fmt.Errorf("%w: --runs must be at least 1", errUsage)
+	}
+	tmp, err := os.MkdirTemp("", "simrun-bench-")
+	if err != nil {
+		return ExitUsage, err
+	}
+	defer os.RemoveAll(tmp)
+	code := ExitOK
+	for _, name := range names {
+		var lat []time.Duration
+		var bound time.Duration
+		wall := time.Now()
+		for i := 0; i < *runs; i++ {
+			ff := f
+			ff.seedSet = true
+			ff.seed = f.seed + int64(i)
+			ff.out = filepath.Join(tmp, fmt.Sprintf("%s-%d", name, i))
+			jobs, _, err := plan(&ff, []string{name})
+			if err != nil {
+				return ExitUsage, err
+			}
+			res, err := sim.Run(ctx, jobs[0].opts)
+			if err != nil {
+				return ExitUsage, err
+			}
+			rep := checker.Check(res.History, checker.DefaultOptions())
+			if !Passed(rep, res.History.Meta.Expect) {
+				code = ExitViolated
+				fmt.Fprintf(stdout, "%s seed %d: FAIL (%s)\n", name, ff.seed, newSummaryRow(res.History.Meta, rep, false).detail)
+			}
+			for _, fo := range rep.Failovers {
+				bound = fo.Bound
+				if fo.Latency >= 0 {
+					lat = append(lat, fo.Latency)
+				}
+			}
+			if ctx.Err() != nil {
+				return ExitInterrupted, ctx.Err()
+			}
+		}
+		sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+		if len(lat) == 0 {
+			fmt.Fprintf(stdout, "%s: %d runs, no failovers measured (wall %s)\n", name, *runs, time.Since(wall).Round(time.Second))
+			continue
+		}
+		q := func(p float64) time.Duration { return lat[int(p*float64(len(lat)-1))].Round(time.Millisecond) }
+		fmt.Fprintf(stdout, "%s: %d runs, %d takeovers: p50 %s  p90 %s  max %s  bound %s  (time scale %g, wall %s)\n",
+			name, *runs, len(lat), q(0.5), q(0.9), lat[len(lat)-1].Round(time.Millisecond), bound, jobsScale(f), time.Since(wall).Round(time.Second))
+	}
+	return code, nil
+}
+
+func jobsScale(f runFlags) float64 {
+	if f.timeScaleSet {
+		return f.timeScale
+	}
+	return 0.1
+}
