@@ -9,6 +9,8 @@ import (
 // expire before anyone else may take them.
 type Crash struct {
 	Slot int `json:"slot"`
+	// Of, when set, targets the instance holding this endpoint (or leading this role) instead of Slot.
+	Of string `json:"of,omitempty"`
 }
 
 // Name implements Fault.
@@ -16,7 +18,7 @@ func (Crash) Name() string { return "crash" }
 
 // Apply implements Fault.
 func (f Crash) Apply(_ context.Context, env Env) (func(context.Context) error, Applied, error) {
-	id, err := slotID(env, f.Slot)
+	id, err := target(env, f.Slot, f.Of)
 	if err != nil {
 		return nil, Applied{}, err
 	}

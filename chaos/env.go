@@ -9,6 +9,7 @@ package chaos
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -42,6 +43,8 @@ type Env interface {
 	Backend() Backend
 	// Sessions returns the poll targets' controls.
 	Sessions() Sessions
+	// Holder returns the live instance that last reported holding endpoint (or leading the role).
+	Holder(endpoint string) (string, bool)
 }
 
 // Backend controls the backend process. Methods return ErrUnsupported where the backend is not ours.
@@ -89,6 +92,21 @@ type Fault interface {
 	Name() string
 	// Apply injects the fault now.
 	Apply(ctx context.Context, env Env) (end func(context.Context) error, applied Applied, err error)
+}
+
+// ErrNoHolder is returned when a fault targets the holder of an endpoint that nobody holds.
+var ErrNoHolder = errors.New("chaos: nobody holds that endpoint")
+
+// target resolves a fault's target: the holder of endpoint of when set, else the instance in slot.
+func target(env Env, slot int, of string) (string, error) {
+	if of != "" {
+		id, ok := env.Holder(of)
+		if !ok {
+			return "", fmt.Errorf("%w: %s", ErrNoHolder, of)
+		}
+		return id, nil
+	}
+	return slotID(env, slot)
 }
 
 // slotID resolves a slot to a live instance ID.

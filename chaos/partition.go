@@ -9,8 +9,10 @@ import (
 // default: nothing passes, connections hang. With OneWay, requests still arrive and take effect but
 // every reply is lost — the case where a client's automatic retry re-sends a command that already ran.
 type Partition struct {
-	Slot   int  `json:"slot"`
-	OneWay bool `json:"one_way,omitempty"`
+	Slot int `json:"slot"`
+	// Of, when set, targets the instance holding this endpoint (or leading this role) instead of Slot.
+	Of     string `json:"of,omitempty"`
+	OneWay bool   `json:"one_way,omitempty"`
 }
 
 // Name implements Fault.
@@ -23,7 +25,7 @@ func (f Partition) Name() string {
 
 // Apply implements Fault.
 func (f Partition) Apply(_ context.Context, env Env) (func(context.Context) error, Applied, error) {
-	id, err := slotID(env, f.Slot)
+	id, err := target(env, f.Slot, f.Of)
 	if err != nil {
 		return nil, Applied{}, err
 	}

@@ -11,6 +11,8 @@ import (
 // refuse that poll.
 type Pause struct {
 	Slot int `json:"slot"`
+	// Of, when set, targets the instance holding this endpoint (or leading this role) instead of Slot.
+	Of string `json:"of,omitempty"`
 }
 
 // Name implements Fault.
@@ -18,7 +20,7 @@ func (Pause) Name() string { return "pause" }
 
 // Apply implements Fault.
 func (f Pause) Apply(_ context.Context, env Env) (func(context.Context) error, Applied, error) {
-	id, err := slotID(env, f.Slot)
+	id, err := target(env, f.Slot, f.Of)
 	if err != nil {
 		return nil, Applied{}, err
 	}

@@ -9,6 +9,8 @@ import (
 // tells the others, so they can take over at once (scale down).
 type Stop struct {
 	Slot int `json:"slot"`
+	// Of, when set, targets the instance holding this endpoint (or leading this role) instead of Slot.
+	Of string `json:"of,omitempty"`
 }
 
 // Name implements Fault.
@@ -16,7 +18,7 @@ func (Stop) Name() string { return "stop" }
 
 // Apply implements Fault.
 func (f Stop) Apply(ctx context.Context, env Env) (func(context.Context) error, Applied, error) {
-	id, err := slotID(env, f.Slot)
+	id, err := target(env, f.Slot, f.Of)
 	if err != nil {
 		return nil, Applied{}, err
 	}

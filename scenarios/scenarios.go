@@ -19,6 +19,8 @@ import (
 
 const s = time.Second
 
+func secs(n int) time.Duration { return time.Duration(n) * s }
+
 func w(from, to time.Duration) []history.Window { return []history.Window{{From: from, To: to}} }
 
 var all = []sim.Scenario{
@@ -140,6 +142,8 @@ var all = []sim.Scenario{
 	},
 }
 
+func init() { all = append(all, electionScenarios()...) }
+
 // All returns every scenario, in catalogue order.
 func All() []sim.Scenario { return append([]sim.Scenario(nil), all...) }
 
@@ -167,26 +171,40 @@ type Suite struct {
 	Name        string
 	Description string
 	TimeScale   float64
-	Scenarios   []string
+	// Scenarios lists the scenario names; nil means every scenario in the catalogue.
+	Scenarios []string
 }
 
 var suites = []Suite{
-	{Name: "ci", Description: "every scenario at a tenth of spec time (about 6 minutes)", TimeScale: 0.1, Scenarios: Names()},
+	{Name: "ci", Description: "every scenario at a tenth of spec time (about 6 minutes)", TimeScale: 0.1},
 	{Name: "quick", Description: "a representative few at a tenth of spec time (about a minute)", TimeScale: 0.1,
 		Scenarios: []string{"balance-3x9", "crash-failover", "redis-partition", "gc-pause", "scale-up-2-to-3"}},
-	{Name: "full", Description: "every scenario at spec timing (about an hour)", TimeScale: 1, Scenarios: Names()},
+	{Name: "full", Description: "every scenario at spec timing (about an hour)", TimeScale: 1},
 	{Name: "soak", Description: "the random nemesis, repeated with new seeds until --duration is spent", TimeScale: 0.1, Scenarios: []string{"random-nemesis"}},
 }
 
 // Suites returns every suite.
-func Suites() []Suite { return append([]Suite(nil), suites...) }
+func Suites() []Suite {
+	out := make([]Suite, len(suites))
+	for i, su := range suites {
+		out[i] = resolved(su)
+	}
+	return out
+}
+
+func resolved(su Suite) Suite {
+	if su.Scenarios == nil {
+		su.Scenarios = Names()
+	}
+	return su
+}
 
 // GetSuite returns the named suite, or an error listing the valid names.
 func GetSuite(name string) (Suite, error) {
 	var names []string
 	for _, su := range suites {
 		if su.Name == name {
-			return su, nil
+			return resolved(su), nil
 		}
 		names = append(names, su.Name)
 	}

@@ -28,12 +28,14 @@ type runner struct {
 	svc        *endpointService
 	classifier OpClassifier
 	logger     *slog.Logger
+	pg         *pgTarget // set for systems that use PostgreSQL
 
-	mu    sync.Mutex
-	rng   *rand.Rand
-	next  int // next slot number
-	live  []*vinstance
-	ended []*vinstance
+	mu      sync.Mutex
+	holders map[string]string // endpoint -> instance that last reported holding it
+	rng     *rand.Rand
+	next    int // next slot number
+	live    []*vinstance
+	ended   []*vinstance
 }
 
 var _ chaos.Env = (*runner)(nil)
@@ -83,13 +85,21 @@ func (r *runner) StartInstance(ctx context.Context) (string, error) {
 	boot := time.Now()
 	id := fmt.Sprintf("i%d-%d-%08x", slot, boot.UnixNano(), suffix)
 
-	link, err := r.proxies.NewLink(id, r.backend.Addr())
+	// The link carries the system's backend traffic: Redis, or PostgreSQL for systems that use it.
+	upstream, clientAddr := r.backend.Addr(), ""
+	if r.pg != nil {
+		upstream, clientAddr = r.pg.addr, r.backend.Addr()
+	}
+	link, err := r.proxies.NewLink(id, upstream)
 	if err != nil {
 		return "", err
 	}
+	if clientAddr == "" {
+		clientAddr = link.Addr()
+	}
 	in := &vinstance{slot: slot, id: id, link: link, clock: clock.NewDrifting(clock.Real{}, 1)}
 	in.client = redis.NewClient(&redis.Options{
-		Addr:                  link.Addr(),
+		Addr:                  clientAddr,
 		DialTimeout:           r.timing.OpTimeout,
 		ReadTimeout:           r.timing.OpTimeout,
 		WriteTimeout:          r.timing.OpTimeout,
@@ -103,8 +113,11 @@ func (r *runner) StartInstance(ctx context.Context) (string, error) {
 	cfg := InstanceConfig{
 		ID: id, Client: in.client, Clock: in.clock, Timing: r.timing,
 		KeyPrefix: r.keyPrefix, SessionPrefix: r.sessions.prefix,
-		Poll: in.poll(r.svc), Observe: in.observe(r.rec),
-		Logger: r.logger.With("instance", id),
+		Poll: in.poll(r.svc), Observe: in.observe(r.rec, r.believe),
+		Logger: r.logger.With("instance", id), Targets: r.sessions.IDs(),
+	}
+	if r.pg != nil {
+		cfg.Postgres = &PostgresTarget{URL: r.pg.urlVia(link.Addr()), Table: r.pg.table}
 	}
 	sut, err := r.o.System.NewInstance(cfg)
 	if err != nil {
@@ -221,6 +234,35 @@ func (r *runner) Link(id string) (chaos.Link, error) {
 		return nil, err
 	}
 	return in.link, nil
+}
+
+// Holder implements chaos.Env.
+func (r *runner) Holder(endpoint string) (string, bool) {
+	r.mu.Lock()
+	id, ok := r.holders[endpoint]
+	r.mu.Unlock()
+	if !ok {
+		return "", false
+	}
+	if _, err := r.find(id); err != nil {
+		return "", false
+	}
+	return id, true
+}
+
+// believe tracks the latest holder of each endpoint from the beliefs instances report.
+func (r *runner) believe(id, endpoint string, b history.Belief) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.holders == nil {
+		r.holders = map[string]string{}
+	}
+	switch {
+	case b.Held:
+		r.holders[endpoint] = id
+	case r.holders[endpoint] == id:
+		delete(r.holders, endpoint)
+	}
 }
 
 // Backend implements chaos.Env.

@@ -50,11 +50,12 @@ func (in *vinstance) poll(svc *endpointService) func(ctx context.Context, endpoi
 }
 
 // observe records a belief change reported by the system.
-func (in *vinstance) observe(rec *history.Recorder) func(endpoint string, b history.Belief) {
+func (in *vinstance) observe(rec *history.Recorder, track func(id, endpoint string, b history.Belief)) func(endpoint string, b history.Belief) {
 	return func(endpoint string, b history.Belief) {
 		if in.dead.Load() {
 			return
 		}
+		track(in.id, endpoint, b)
 		bb := b
 		rec.Add(history.Event{Kind: history.KindBelief, At: rec.Now(), Instance: in.id, Endpoint: endpoint, Belief: &bb})
 	}

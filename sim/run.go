@@ -32,6 +32,10 @@ type Options struct {
 	Backend string
 	// Toxiproxy is the URL of an external toxiproxy-server; "" runs toxiproxy in this process.
 	Toxiproxy string
+	// Postgres is the PostgreSQL connection string for systems that use it; "" means $TENURE_PG_URL or
+	// postgres://postgres@127.0.0.1:5432/test?sslmode=disable. The run creates one table of its own there
+	// and drops it at the end.
+	Postgres string
 	// Instances and Endpoints override the scenario's fleet size and target count when positive.
 	Instances int
 	Endpoints int
@@ -189,6 +193,18 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	if c, ok := o.System.(OpClassifier); ok {
 		r.classifier = c
 	}
+	kind := "lease"
+	if k, ok := o.System.(KindReporter); ok {
+		kind = k.Kind()
+	}
+	if pu, ok := o.System.(PostgresUser); ok && pu.UsesPostgres() {
+		pg, perr := openPostgres(ctx, o.Postgres, rng)
+		if perr != nil {
+			return res, perr
+		}
+		defer func() { err = errors.Join(err, pg.close()) }()
+		r.pg = pg
+	}
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -290,16 +306,23 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	}
 	res.History = history.History{
 		Meta: history.Meta{
-			Schema: history.SchemaVersion, Scenario: sc.Name, Suite: o.Suite, System: o.System.Name(), Kind: "lease",
+			Schema: history.SchemaVersion, Scenario: sc.Name, Suite: o.Suite, System: o.System.Name(), Kind: kind,
 			Backend: backend.Describe(), Seed: o.Seed, TimeScale: o.TimeScale,
 			Instances: sc.Instances, Endpoints: sc.Endpoints, LeaseTTL: timing.LeaseTTL,
-			FailoverBound: FailoverBound(timing), PollInterval: timing.PollInterval, Fencing: sc.Fencing,
+			FailoverBound: failoverBound(sc, timing, o.TimeScale), PollInterval: timing.PollInterval, Fencing: sc.Fencing,
 			Steady: steady, ExpectBalance: sc.ExpectBalance, Duration: end, StartedAt: start.UTC(),
 			Command: o.Command, Interrupted: interrupted, Expect: sc.Expect,
 		},
 		Events: kept,
 	}
 	return res, nil
+}
+
+func failoverBound(sc Scenario, t Timing, scale float64) time.Duration {
+	if sc.FailoverBound > 0 {
+		return time.Duration(float64(sc.FailoverBound) * scale)
+	}
+	return FailoverBound(t)
 }
 
 func endpointName(i, n int) string {

@@ -38,6 +38,12 @@ type Scenario struct {
 	Expect []string
 	// NeedsBackendControl is set when a step kills, restarts or pauses the backend.
 	NeedsBackendControl bool
+	// System is the system this scenario is written for ("election-redis"); empty means any lease
+	// system. simrun uses it unless --system is given.
+	System string
+	// FailoverBound overrides the default bound (see FailoverBound) in spec time, for backends whose
+	// dead-peer detection is documented to take longer.
+	FailoverBound time.Duration
 }
 
 // SpecTiming is the specification's timing: lease TTL 30 s, renewal 10 s, heartbeat 10 s with TTL 30 s,

@@ -58,6 +58,32 @@ type InstanceConfig struct {
 	Observe func(endpoint string, b history.Belief)
 	// Logger receives the instance's structured logs.
 	Logger *slog.Logger
+	// Targets are the poll targets (sessions) that exist when the instance is created, for systems that
+	// take a static list (election roles); lease systems discover targets themselves.
+	Targets []string
+	// Postgres is set for systems that declare UsesPostgres: a connection string that reaches
+	// PostgreSQL through this instance's own proxy, and a table name private to the run.
+	Postgres *PostgresTarget
+}
+
+// PostgresTarget is where a PostgreSQL-backed system under test keeps its state.
+type PostgresTarget struct {
+	// URL reaches the database through the instance's proxy.
+	URL string
+	// Table is private to the run and dropped at its end.
+	Table string
+}
+
+// KindReporter is an optional capability of a System: it names the kind of history it produces,
+// "lease" (the default) or "election".
+type KindReporter interface {
+	Kind() string
+}
+
+// PostgresUser is an optional capability of a System: when UsesPostgres reports true, the harness
+// routes each instance's link to PostgreSQL instead of Redis and fills InstanceConfig.Postgres.
+type PostgresUser interface {
+	UsesPostgres() bool
 }
 
 // Timing is the set of durations a scenario runs with, already multiplied by the time scale.

@@ -34,6 +34,7 @@ type runFlags struct {
 	toxiproxy    string
 	duration     time.Duration
 	quiet        bool
+	systemSet    bool
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
@@ -107,6 +108,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	if err != nil {
 		return ExitUsage, err
 	}
+	fs.Visit(func(fl *flag.Flag) { f.systemSet = f.systemSet || fl.Name == "system" })
 	jobs, base, err := plan(&f, names)
 	if err != nil {
 		return ExitUsage, err
@@ -189,7 +191,7 @@ func plan(f *runFlags, names []string) ([]job, string, error) {
 		scale = f.timeScale
 	}
 	f.timeScale = scale
-	system, err := sim.Lookup(f.system)
+	chosen, err := sim.Lookup(f.system)
 	if err != nil {
 		return nil, "", fmt.Errorf("%w: %v", errUsage, err)
 	}
@@ -212,6 +214,13 @@ func plan(f *runFlags, names []string) ([]job, string, error) {
 		sc, err := scenarios.Get(n)
 		if err != nil {
 			return nil, "", fmt.Errorf("%w: %v", errUsage, err)
+		}
+		// A scenario written for one system (an election backend) uses it unless --system says otherwise.
+		system := chosen
+		if sc.System != "" && !f.systemSet {
+			if system, err = sim.Lookup(sc.System); err != nil {
+				return nil, "", fmt.Errorf("%w: %v", errUsage, err)
+			}
 		}
 		o := sim.Options{System: system, Scenario: sc, Suite: f.suite, Seed: f.seed, TimeScale: scale,
 			Backend: f.redis, Toxiproxy: f.toxiproxy, Instances: f.instances, Endpoints: f.endpoints}

@@ -3,11 +3,13 @@ package simcli_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -84,14 +86,37 @@ func TestSameSeedSameSchedule(t *testing.T) {
 	require.Contains(t, schedules[0], "crash")
 }
 
+var (
+	buildOnce sync.Once
+	builtBin  string
+	buildErr  error
+)
+
 // buildSimrun compiles the command once per test binary.
 func buildSimrun(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "simrun")
-	cmd := exec.Command("go", "build", "-o", bin, "../cmd/simrun")
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, string(out))
-	return bin
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "simrun-test-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		builtBin = filepath.Join(dir, "simrun")
+		out, err := exec.Command("go", "build", "-o", builtBin, "../cmd/simrun").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("%v: %s", err, out)
+		}
+	})
+	require.NoError(t, buildErr)
+	return builtBin
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if builtBin != "" {
+		_ = os.RemoveAll(filepath.Dir(builtBin))
+	}
+	os.Exit(code)
 }
 
 // childRedis returns the PIDs of redis-server processes whose parent is pid.

@@ -1,0 +1,73 @@
+package scenarios
+
+import (
+	"github.com/tenurelabs/tenure/chaos"
+	"github.com/tenurelabs/tenure/sim"
+)
+
+// electionScenarios are the leader-election scenarios, once per backend. A role is an endpoint: the
+// leader acts on the role's resource every poll interval with its term as fencing token, so "never two
+// leaders acting" is judged exactly like "never two pollers". Faults target the current leader ("Of").
+//
+// The Redis backend holds back the first grant of a role for one TTL on an empty dataset (the
+// fresh-dataset guard), so its faults come at 60 s; PostgreSQL elects at once and needs no warm-up, but
+// uses the same times for comparability.
+func electionScenarios() []sim.Scenario {
+	const role = "ep-0"
+	type spec struct {
+		name, desc string
+		instances  int
+		duration   int // seconds
+		steps      chaos.Schedule
+		steady     [2]int
+		fencing    bool
+		onlyPG     bool
+		pgBound    int // seconds; 0 = default bound
+	}
+	specs := []spec{
+		{name: "leader-crash", desc: "The leader crashes; a standby leads within TTL plus one retry and one action interval.",
+			instances: 3, duration: 130, steps: chaos.Schedule{{At: 60 * s, Fault: chaos.Crash{Of: role}}}, steady: [2]int{110, 130}},
+		{name: "leader-partition", desc: "The leader is cut off from the backend; it stops acting before a standby starts.",
+			instances: 3, duration: 150, steps: chaos.Schedule{{At: 60 * s, For: 50 * s, Fault: chaos.Partition{Of: role}}}, steady: [2]int{130, 150},
+			pgBound: 70},
+		{name: "leader-one-way-partition", desc: "The leader's requests arrive but its replies are lost; renewals take effect unseen.",
+			instances: 3, duration: 150, steps: chaos.Schedule{{At: 60 * s, For: 50 * s, Fault: chaos.Partition{Of: role, OneWay: true}}}, steady: [2]int{130, 150},
+			pgBound: 70},
+		{name: "backend-outage", desc: "Every candidate loses the backend for 40 s; nobody acts, then one leader resumes.",
+			instances: 3, duration: 150, steps: chaos.Schedule{{At: 60 * s, For: 40 * s, Fault: chaos.Outage{}}}, steady: [2]int{135, 150}},
+		{name: "graceful-handoff", desc: "The leader stops gracefully; a standby leads within milliseconds.",
+			instances: 3, duration: 100, steps: chaos.Schedule{{At: 60 * s, Fault: chaos.Stop{Of: role}}}, steady: [2]int{70, 100}},
+		{name: "herd-10", desc: "Ten candidates start at the same moment; exactly one leads.",
+			instances: 10, duration: 90, steady: [2]int{65, 90}},
+		{name: "leader-pause", desc: "The leader freezes for 1.5 TTL and wakes with its old term; the resource refuses it by fencing.",
+			instances: 3, duration: 150, steps: chaos.Schedule{{At: 60 * s, For: 45 * s, Fault: chaos.Pause{Of: role}}}, steady: [2]int{130, 150},
+			fencing: true, pgBound: 70},
+		{name: "conn-reset", desc: "The leader's PostgreSQL connection is reset: its session and advisory lock are gone; leadership ends before its deadline and is won again.",
+			instances: 3, duration: 120, steps: chaos.Schedule{{At: 60 * s, Fault: chaos.ConnReset{Of: role}}}, steady: [2]int{100, 120}, onlyPG: true},
+		{name: "half-open", desc: "The leader's PostgreSQL connection goes half-open (nothing passes, nothing closes); the server must free the lock within its dead-peer bound.",
+			instances: 3, duration: 160, steps: chaos.Schedule{{At: 60 * s, For: 80 * s, Fault: chaos.Partition{Of: role}}}, steady: [2]int{145, 160},
+			onlyPG: true, pgBound: 70},
+	}
+	var out []sim.Scenario
+	for _, backend := range []struct{ suffix, system string }{{"redis", "election-redis"}, {"pg", "election-postgres"}} {
+		for _, sp := range specs {
+			if sp.onlyPG && backend.suffix != "pg" {
+				continue
+			}
+			sc := sim.Scenario{
+				Name:        "election-" + sp.name + "-" + backend.suffix,
+				Description: sp.desc,
+				System:      backend.system,
+				Instances:   sp.instances, Endpoints: 1,
+				Duration: secs(sp.duration), Steps: sp.steps,
+				Steady:  w(secs(sp.steady[0]), secs(sp.steady[1])),
+				Fencing: sp.fencing,
+			}
+			if backend.suffix == "pg" && sp.pgBound > 0 {
+				sc.FailoverBound = secs(sp.pgBound)
+			}
+			out = append(out, sc)
+		}
+	}
+	return out
+}

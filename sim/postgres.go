@@ -1,0 +1,75 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"net"
+	"net/url"
+	"os"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// DefaultPostgresURL is used when neither Options.Postgres nor $TENURE_PG_URL is set.
+const DefaultPostgresURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+
+// pgTarget is the PostgreSQL a run's election instances use, with a table private to the run.
+type pgTarget struct {
+	url   *url.URL
+	addr  string
+	table string
+}
+
+func openPostgres(ctx context.Context, raw string, rng *rand.Rand) (*pgTarget, error) {
+	if raw == "" {
+		raw = os.Getenv("TENURE_PG_URL")
+	}
+	if raw == "" {
+		raw = DefaultPostgresURL
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return nil, fmt.Errorf("sim: PostgreSQL URL %q: want postgres://user@host:port/db", raw)
+	}
+	host, port, err := net.SplitHostPort(u.Host)
+	if err != nil {
+		host, port = u.Host, "5432"
+	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(cctx, raw)
+	if err != nil {
+		return nil, fmt.Errorf("sim: PostgreSQL at %s does not answer (%v): start it or set --postgres / TENURE_PG_URL", u.Host, err)
+	}
+	_ = conn.Close(cctx)
+	return &pgTarget{url: u, addr: net.JoinHostPort(host, port), table: fmt.Sprintf("tenure_sim_%08x", rng.Uint32())}, nil
+}
+
+// urlVia returns the connection string with its host replaced by addr (an instance's proxy).
+func (p *pgTarget) urlVia(addr string) string {
+	u := *p.url
+	u.Host = addr
+	return u.String()
+}
+
+// close drops the run's table and its term sequence: the run leaves nothing behind.
+func (p *pgTarget) close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, p.url.String())
+	if err != nil {
+		return fmt.Errorf("sim: drop run table %s: %w", p.table, err)
+	}
+	defer conn.Close(ctx)
+	ident := pgx.Identifier{p.table}.Sanitize()
+	seq := pgx.Identifier{p.table + "_term_seq"}.Sanitize()
+	if _, err := conn.Exec(ctx, "DROP TABLE IF EXISTS "+ident); err != nil {
+		return fmt.Errorf("sim: drop run table %s: %w", p.table, err)
+	}
+	if _, err := conn.Exec(ctx, "DROP SEQUENCE IF EXISTS "+seq); err != nil {
+		return fmt.Errorf("sim: drop run sequence: %w", err)
+	}
+	return nil
+}
