@@ -12,34 +12,34 @@ import (
 const seededLatencyType = "tenure_seeded_latency"
 
 // seededLatency delays each chunk by latency ± jitter like toxiproxy's own latency toxic, but draws the
-// jitter from a generator seeded by the run's seed instead of the global one. (Which chunk gets which
-// draw still depends on goroutine scheduling: the sequence of delays is reproducible, their assignment to
-// commands is not.)
+// jitter from a generator seeded from the run's seed (passed as an attribute) instead of the global one.
+// Which chunk gets which draw still depends on goroutine scheduling: the sequence of delays is
+// reproducible, their assignment to commands is not.
 type seededLatency struct {
 	Latency int64 `json:"latency"` // milliseconds
 	Jitter  int64 `json:"jitter"`  // milliseconds
+	Seed    int64 `json:"seed"`
+
+	mu  sync.Mutex
+	rng *rand.Rand
 }
 
-var (
-	latencyMu   sync.Mutex
-	latencyRand = rand.New(rand.NewSource(1))
-	registerMu  sync.Once
-)
+var registerOnce sync.Once
 
-// registerSeededLatency registers the toxic once per process and reseeds its generator.
-func registerSeededLatency(seed int64) {
-	registerMu.Do(func() { toxics.Register(seededLatencyType, new(seededLatency)) })
-	latencyMu.Lock()
-	latencyRand = rand.New(rand.NewSource(seed))
-	latencyMu.Unlock()
+// registerSeededLatency registers the toxic type with toxiproxy, once per process.
+func registerSeededLatency() {
+	registerOnce.Do(func() { toxics.Register(seededLatencyType, new(seededLatency)) })
 }
 
 func (t *seededLatency) delay() time.Duration {
 	d := t.Latency
 	if t.Jitter > 0 {
-		latencyMu.Lock()
-		d += latencyRand.Int63n(2*t.Jitter+1) - t.Jitter
-		latencyMu.Unlock()
+		t.mu.Lock()
+		if t.rng == nil {
+			t.rng = rand.New(rand.NewSource(t.Seed))
+		}
+		d += t.rng.Int63n(2*t.Jitter+1) - t.Jitter
+		t.mu.Unlock()
 	}
 	if d < 0 {
 		d = 0

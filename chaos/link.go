@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"sync"
 	"time"
 
@@ -55,6 +56,7 @@ const (
 // Embedded runs toxiproxy proxies inside this process.
 type Embedded struct {
 	server *toxiproxy.ApiServer
+	seed   int64
 
 	mu    sync.Mutex
 	links []*embeddedLink
@@ -62,9 +64,9 @@ type Embedded struct {
 
 // NewEmbedded returns an in-process toxiproxy. seed drives the latency jitter.
 func NewEmbedded(seed int64) *Embedded {
-	registerSeededLatency(seed)
+	registerSeededLatency()
 	m := toxiproxy.NewMetricsContainer(prometheus.NewRegistry())
-	return &Embedded{server: toxiproxy.NewServer(m, zerolog.Nop())}
+	return &Embedded{server: toxiproxy.NewServer(m, zerolog.Nop()), seed: seed}
 }
 
 // NewLink starts a proxy on a free loopback port.
@@ -73,7 +75,9 @@ func (e *Embedded) NewLink(name, upstream string) (Link, error) {
 	if err := p.Start(); err != nil {
 		return nil, fmt.Errorf("chaos: start proxy %s -> %s: %w", name, upstream, err)
 	}
-	l := &embeddedLink{p: p}
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(name))
+	l := &embeddedLink{p: p, seed: e.seed ^ int64(h.Sum64())}
 	e.mu.Lock()
 	e.links = append(e.links, l)
 	e.mu.Unlock()
@@ -96,6 +100,7 @@ func (e *Embedded) Close() error {
 type embeddedLink struct {
 	mu     sync.Mutex
 	p      *toxiproxy.Proxy
+	seed   int64 // jitter seed of this link
 	cut    bool
 	closed bool
 }
@@ -143,10 +148,12 @@ func (l *embeddedLink) Latency(latency, jitter time.Duration) error {
 	defer l.mu.Unlock()
 	l.clear()
 	// Half the delay each way, so a round trip costs latency ± jitter.
-	half := map[string]any{"latency": latency.Milliseconds() / 2, "jitter": jitter.Milliseconds() / 2}
+	attrs := func(seed int64) map[string]any {
+		return map[string]any{"latency": latency.Milliseconds() / 2, "jitter": jitter.Milliseconds() / 2, "seed": seed}
+	}
 	return errors.Join(
-		l.addToxic(toxicLatency, seededLatencyType, "upstream", half),
-		l.addToxic(toxicLatDown, seededLatencyType, "downstream", half),
+		l.addToxic(toxicLatency, seededLatencyType, "upstream", attrs(l.seed)),
+		l.addToxic(toxicLatDown, seededLatencyType, "downstream", attrs(l.seed+1)),
 	)
 }
 

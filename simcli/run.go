@@ -8,8 +8,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tenurelabs/tenure/checker"
@@ -35,6 +37,7 @@ type runFlags struct {
 	duration     time.Duration
 	quiet        bool
 	systemSet    bool
+	parallel     int
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
@@ -75,6 +78,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.toxiproxy, "toxiproxy", "", "URL of an external toxiproxy-server (default: embedded)")
 	fs.DurationVar(&f.duration, "duration", 10*time.Minute, "soak suite: keep drawing new nemesis runs until this much time is spent")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress line")
+	fs.IntVar(&f.parallel, "parallel", 1, "run this many scenarios at once (each has its own Redis and proxies)")
 }
 
 // parseInterleaved lets positional arguments and flags come in any order.
@@ -115,43 +119,9 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	}
 	fmt.Fprintf(stdout, "seed %d  (replay: %s)\n", f.seed, jobs[0].opts.Command)
 
-	deadline := time.Now().Add(f.duration)
-	var entries []reports.SuiteEntry
-	var rows []summaryRow
-	code := ExitOK
-	for i := 0; i < len(jobs); i++ {
-		j := jobs[i]
-		row, entry, err := runOne(ctx, j, f.quiet, stdout, stderr)
-		if err != nil {
-			if ctx.Err() != nil {
-				return ExitInterrupted, fmt.Errorf("interrupted during %s: partial history saved in %s", j.opts.Scenario.Name, j.dir)
-			}
-			if base != "" && len(rows) == 0 {
-				_ = os.RemoveAll(base) // nothing ran: leave no half-run behind
-			}
-			return ExitUsage, err
-		}
-		rows = append(rows, row)
-		if base != "" {
-			rel, _ := filepath.Rel(base, j.dir)
-			entry.Dir = rel
-			entries = append(entries, entry)
-		}
-		if !row.passed {
-			code = ExitViolated
-		}
-		if ctx.Err() != nil {
-			code = ExitInterrupted
-			break
-		}
-		// A soak keeps drawing new schedules until its time is spent.
-		if f.suite == "soak" && i == len(jobs)-1 && time.Now().Before(deadline) {
-			next := j
-			next.opts.Seed++
-			next.opts.Command = replay(next.opts, f)
-			next.dir = filepath.Join(base, fmt.Sprintf("%s-%d", j.opts.Scenario.Name, next.opts.Seed))
-			jobs = append(jobs, next)
-		}
+	rows, entries, code, err := runJobs(ctx, &f, jobs, base, stdout, stderr)
+	if err != nil {
+		return code, err
 	}
 	printSummary(stdout, rows)
 	if base != "" {
@@ -167,6 +137,119 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	return code, nil
 }
 
+// result is one finished job.
+type result struct {
+	idx   int
+	row   summaryRow
+	entry reports.SuiteEntry
+	err   error
+	job   job
+}
+
+// runJobs runs the jobs on f.parallel workers and returns their rows and suite entries in job order. A
+// soak keeps adding jobs (next seed) until its duration is spent.
+func runJobs(ctx context.Context, f *runFlags, jobs []job, base string, stdout, stderr io.Writer) ([]summaryRow, []reports.SuiteEntry, int, error) {
+	out := &syncWriter{w: stdout}
+	deadline := time.Now().Add(f.duration)
+	var mu sync.Mutex
+	next, failed := 0, false
+	take := func() (job, int, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if failed || ctx.Err() != nil {
+			return job{}, 0, false
+		}
+		if next == len(jobs) && f.suite == "soak" && time.Now().Before(deadline) {
+			last := jobs[len(jobs)-1]
+			last.opts.Seed++
+			last.opts.Command = replay(last.opts, *f)
+			last.dir = filepath.Join(base, fmt.Sprintf("%s-%d", last.opts.Scenario.Name, last.opts.Seed))
+			jobs = append(jobs, last)
+		}
+		if next == len(jobs) {
+			return job{}, 0, false
+		}
+		next++
+		return jobs[next-1], next - 1, true
+	}
+	workers := f.parallel
+	if workers < 1 {
+		workers = 1
+	}
+	quiet := f.quiet || workers > 1
+	var results []result
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				j, idx, ok := take()
+				if !ok {
+					return
+				}
+				row, entry, err := runOne(ctx, j, quiet, out, stderr)
+				mu.Lock()
+				results = append(results, result{idx: idx, row: row, entry: entry, err: err, job: j})
+				if err != nil && ctx.Err() == nil {
+					failed = true
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	sort.Slice(results, func(a, b int) bool { return results[a].idx < results[b].idx })
+
+	var rows []summaryRow
+	var entries []reports.SuiteEntry
+	code := ExitOK
+	var firstErr error
+	for _, r := range results {
+		if r.err != nil {
+			if firstErr == nil {
+				firstErr = r.err
+			}
+			if errors.Is(r.err, context.Canceled) && r.row.scenario != "" {
+				rows = append(rows, r.row) // interrupted, but its partial reports were written
+			}
+			continue
+		}
+		rows = append(rows, r.row)
+		if base != "" {
+			rel, _ := filepath.Rel(base, r.job.dir)
+			r.entry.Dir = rel
+			entries = append(entries, r.entry)
+		}
+		if !r.row.passed {
+			code = ExitViolated
+		}
+	}
+	if ctx.Err() != nil {
+		printSummary(out, rows)
+		return rows, entries, ExitInterrupted, fmt.Errorf("interrupted: partial histories saved under %s", jobs[0].dir)
+	}
+	if firstErr != nil {
+		if base != "" && len(rows) == 0 {
+			_ = os.RemoveAll(base) // nothing ran: leave no half-run behind
+		}
+		return rows, entries, ExitUsage, firstErr
+	}
+	return rows, entries, code, nil
+}
+
+// syncWriter serialises writes from parallel runs.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
 // plan validates everything before anything starts: names, systems, options, schedules.
 func plan(f *runFlags, names []string) ([]job, string, error) {
 	if f.suite != "" && len(names) > 0 {
@@ -174,6 +257,9 @@ func plan(f *runFlags, names []string) ([]job, string, error) {
 	}
 	if f.suite == "" && len(names) == 0 {
 		return nil, "", fmt.Errorf("%w: name at least one scenario or a --suite; valid scenarios: %s", errUsage, strings.Join(scenarios.Names(), ", "))
+	}
+	if f.parallel < 1 {
+		return nil, "", fmt.Errorf("%w: --parallel must be at least 1 (got %d)", errUsage, f.parallel)
 	}
 	if err := sim.CheckBackendSpec(f.redis); err != nil {
 		return nil, "", fmt.Errorf("%w: %v", errUsage, err)
@@ -292,7 +378,7 @@ func runOne(ctx context.Context, j job, quiet bool, stdout, stderr io.Writer) (s
 	if err != nil {
 		return row, entry, err
 	}
-	fmt.Fprintf(stdout, "  %s  %s  report: %s\n", verdictWord(row.passed), row.detail, filepath.Join(j.dir, "report.html"))
+	fmt.Fprintf(stdout, "  %s %s: %s  report: %s\n", verdictWord(row.passed), o.Scenario.Name, row.detail, filepath.Join(j.dir, "report.html"))
 	if res.History.Meta.Interrupted {
 		return row, entry, context.Canceled
 	}

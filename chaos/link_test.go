@@ -1,0 +1,66 @@
+package chaos_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tenurelabs/tenure/chaos"
+	"github.com/tenurelabs/tenure/internal/redistest"
+)
+
+// Every link fault against a real redis-server through the embedded toxiproxy.
+func TestEmbeddedLinkFaults(t *testing.T) {
+	srv := redistest.Start(t)
+	proxies := chaos.NewEmbedded(1)
+	t.Cleanup(func() { require.NoError(t, proxies.Close()) })
+	link, err := proxies.NewLink("i0", srv.Addr())
+	require.NoError(t, err)
+
+	timeout := 300 * time.Millisecond
+	viaLink := redis.NewClient(&redis.Options{Addr: link.Addr(), ReadTimeout: timeout, WriteTimeout: timeout, DialTimeout: timeout,
+		ContextTimeoutEnabled: true, MaxRetries: -1})
+	direct := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { _ = viaLink.Close(); _ = direct.Close() })
+	ctx := context.Background()
+	require.NoError(t, viaLink.Ping(ctx).Err())
+
+	t.Run("partition drops both ways", func(t *testing.T) {
+		require.NoError(t, link.Partition())
+		require.Error(t, viaLink.Set(ctx, "p", "1", 0).Err())
+		require.Equal(t, int64(0), direct.Exists(ctx, "p").Val(), "a partitioned request must not arrive")
+		require.NoError(t, link.Heal())
+		require.Eventually(t, func() bool { return viaLink.Ping(ctx).Err() == nil }, 5*time.Second, 20*time.Millisecond)
+	})
+
+	t.Run("one way: requests arrive, replies are lost", func(t *testing.T) {
+		require.NoError(t, link.DropReplies())
+		require.Error(t, viaLink.Set(ctx, "o", "1", 0).Err(), "the reply must be lost")
+		require.Eventually(t, func() bool { return direct.Get(ctx, "o").Val() == "1" }, 2*time.Second, 10*time.Millisecond,
+			"the request must have taken effect")
+		require.NoError(t, link.Heal())
+		require.Eventually(t, func() bool { return viaLink.Ping(ctx).Err() == nil }, 5*time.Second, 20*time.Millisecond)
+	})
+
+	t.Run("latency delays round trips", func(t *testing.T) {
+		slow := redis.NewClient(&redis.Options{Addr: link.Addr(), ReadTimeout: 5 * time.Second, MaxRetries: -1})
+		t.Cleanup(func() { _ = slow.Close() })
+		require.NoError(t, slow.Ping(ctx).Err())
+		require.NoError(t, link.Latency(400*time.Millisecond, 0))
+		start := time.Now()
+		require.NoError(t, slow.Ping(ctx).Err())
+		// A lower bound only: the toxic can add delay, never remove it.
+		require.GreaterOrEqual(t, time.Since(start), 350*time.Millisecond)
+		require.NoError(t, link.Heal())
+	})
+
+	t.Run("cut refuses connections until healed", func(t *testing.T) {
+		require.NoError(t, link.Cut())
+		require.Error(t, viaLink.Ping(ctx).Err())
+		require.NoError(t, link.Heal())
+		require.Eventually(t, func() bool { return viaLink.Ping(ctx).Err() == nil }, 5*time.Second, 20*time.Millisecond)
+	})
+}

@@ -1,0 +1,144 @@
+package chaos_test
+
+import (
+	"context"
+	"errors"
+	"math/rand"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tenurelabs/tenure/chaos"
+)
+
+// fakeEnv records what faults do to it.
+type fakeEnv struct {
+	mu    sync.Mutex
+	live  []string
+	calls []string
+	n     int
+}
+
+func (e *fakeEnv) log(s string) { e.mu.Lock(); e.calls = append(e.calls, s); e.mu.Unlock() }
+func (e *fakeEnv) Live() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]string(nil), e.live...)
+}
+func (e *fakeEnv) Crash(id string) error {
+	e.log("crash " + id)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for i, x := range e.live {
+		if x == id {
+			e.live = append(e.live[:i], e.live[i+1:]...)
+		}
+	}
+	return nil
+}
+func (e *fakeEnv) Stop(_ context.Context, id string) error { return e.Crash(id) }
+func (e *fakeEnv) StartInstance(context.Context) (string, error) {
+	e.mu.Lock()
+	e.n++
+	id := string(rune('a' + e.n))
+	e.live = append(e.live, id)
+	e.mu.Unlock()
+	e.log("start " + id)
+	return id, nil
+}
+func (e *fakeEnv) Freeze(id string) error                  { e.log("freeze " + id); return nil }
+func (e *fakeEnv) Thaw(id string) error                    { e.log("thaw " + id); return nil }
+func (e *fakeEnv) SetClockRate(id string, _ float64) error { e.log("rate " + id); return nil }
+func (e *fakeEnv) Link(string) (chaos.Link, error)         { return nil, errors.New("no links here") }
+func (e *fakeEnv) Backend() chaos.Backend                  { return nil }
+func (e *fakeEnv) Sessions() chaos.Sessions                { return nil }
+func (e *fakeEnv) Holder(string) (string, bool)            { return "", false }
+
+func TestRunnerAppliesAndEndsInOrder(t *testing.T) {
+	env := &fakeEnv{live: []string{"x", "y", "z"}}
+	var now time.Duration
+	var mu sync.Mutex
+	var recs []chaos.Record
+	r := chaos.Runner{
+		Env: env,
+		Now: func() time.Duration { mu.Lock(); defer mu.Unlock(); return now },
+		Sleep: func(_ context.Context, d time.Duration) bool {
+			mu.Lock()
+			now += d
+			mu.Unlock()
+			return true
+		},
+		OnEnd: func(r chaos.Record) { recs = append(recs, r) },
+	}
+	s := chaos.Schedule{
+		{At: 10 * time.Second, For: 5 * time.Second, Fault: chaos.Pause{Slot: 1}},
+		{At: 12 * time.Second, Fault: chaos.Crash{Slot: 0}},
+		{At: 20 * time.Second, Fault: chaos.Start{Count: 1}},
+		{At: 30 * time.Second, Fault: chaos.Crash{Slot: 7}}, // no such slot: recorded as an error
+	}
+	err := r.Run(context.Background(), s)
+	require.ErrorIs(t, err, chaos.ErrNoTarget)
+	require.Equal(t, []string{"freeze y", "crash x", "thaw y", "start b"}, env.calls)
+	require.Len(t, recs, 4)
+	require.Equal(t, "f1", recs[1].ID, "the pause ends after the crash is applied and recorded")
+	require.Equal(t, 10*time.Second, recs[1].Start)
+	require.Equal(t, 15*time.Second, recs[1].End)
+	require.True(t, recs[1].Applied.Targets[0] == "y")
+	require.Error(t, recs[3].Err)
+}
+
+func TestRunnerEndsOpenFaultsWhenCancelled(t *testing.T) {
+	env := &fakeEnv{live: []string{"x"}}
+	ctx, cancel := context.WithCancel(context.Background())
+	var ended []chaos.Record
+	r := chaos.Runner{
+		Env: env,
+		Now: func() time.Duration { return 0 },
+		Sleep: func(ctx context.Context, d time.Duration) bool {
+			cancel() // the run is interrupted while the pause is open
+			return false
+		},
+		OnEnd: func(r chaos.Record) { ended = append(ended, r) },
+	}
+	_ = r.Run(ctx, chaos.Schedule{{At: 0, For: time.Minute, Fault: chaos.Pause{Slot: 0}}, {At: time.Second, Fault: chaos.Crash{Slot: 0}}})
+	require.Equal(t, []string{"freeze x", "thaw x"}, env.calls, "an interrupted run must end its open faults, and apply nothing more")
+	require.Len(t, ended, 1)
+}
+
+func TestNemesisIsSeededAndKeepsAFleet(t *testing.T) {
+	o := chaos.NemesisOptions{From: time.Minute, To: 30 * time.Minute, Instances: 3, TTL: 30 * time.Second}
+	a, err := chaos.Nemesis(rand.New(rand.NewSource(42)), o)
+	require.NoError(t, err)
+	b, err := chaos.Nemesis(rand.New(rand.NewSource(42)), o)
+	require.NoError(t, err)
+	require.Equal(t, a.String(), b.String())
+	require.Greater(t, len(a), 10)
+	live := 3
+	for _, st := range a {
+		require.GreaterOrEqual(t, st.At, o.From)
+		require.LessOrEqual(t, st.At+st.For, o.To)
+		switch f := st.Fault.(type) {
+		case chaos.Crash:
+			require.Less(t, f.Slot, live)
+			live--
+		case chaos.Stop:
+			require.Less(t, f.Slot, live)
+			live--
+		case chaos.Start:
+			live += f.Count
+		}
+		require.GreaterOrEqual(t, live, 1, "the nemesis must never empty the fleet")
+	}
+	_, err = chaos.Nemesis(rand.New(rand.NewSource(1)), chaos.NemesisOptions{From: 0, To: time.Minute, Instances: 2, TTL: time.Second, Kinds: []string{"meteor"}})
+	require.ErrorContains(t, err, "unknown nemesis fault")
+}
+
+func TestScaleScalesFaultDurations(t *testing.T) {
+	s := chaos.Schedule{{At: 60 * time.Second, For: 40 * time.Second, Fault: chaos.Latency{Slot: -1, Latency: 600 * time.Millisecond}}}
+	got := s.Scale(0.1)
+	require.Equal(t, 6*time.Second, got[0].At)
+	require.Equal(t, 4*time.Second, got[0].For)
+	require.Equal(t, 60*time.Millisecond, got[0].Fault.(chaos.Latency).Latency)
+}
