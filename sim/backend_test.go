@@ -1,0 +1,73 @@
+package sim_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tenurelabs/tenure/internal/redistest"
+	"github.com/tenurelabs/tenure/sim"
+)
+
+// No Docker engine runs here (nor in most CI sandboxes): the container backend must say so clearly and
+// quickly, not hang or panic.
+func TestContainerBackendWithoutDockerFailsClearly(t *testing.T) {
+	t.Setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+	t.Setenv("TESTCONTAINERS_RYUK_DISABLED", "true")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b, err := sim.OpenBackend(ctx, "container")
+	if b != nil {
+		_ = b.Close()
+	}
+	require.ErrorIs(t, err, sim.ErrNoDocker)
+	require.Contains(t, err.Error(), "Docker engine")
+	require.Contains(t, err.Error(), "--redis server")
+}
+
+func TestBackendSpecs(t *testing.T) {
+	for _, bad := range []string{"bogus", "addr=", "addr=nohostport"} {
+		require.Error(t, sim.CheckBackendSpec(bad), bad)
+	}
+	for _, good := range []string{"", "auto", "server", "embedded", "container", "addr=127.0.0.1:6379"} {
+		require.NoError(t, sim.CheckBackendSpec(good), good)
+	}
+}
+
+// The embedded backend expires keys in real time and comes back empty after a restart.
+func TestEmbeddedBackendExpiresAndRestartsEmpty(t *testing.T) {
+	ctx := context.Background()
+	b, err := sim.OpenBackend(ctx, "embedded")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = b.Close() })
+	c := redis.NewClient(&redis.Options{Addr: b.Addr()})
+	t.Cleanup(func() { _ = c.Close() })
+	require.NoError(t, c.Set(ctx, "k", "v", 200*time.Millisecond).Err())
+	require.Eventually(t, func() bool { return c.Exists(ctx, "k").Val() == 0 }, 5*time.Second, 20*time.Millisecond,
+		"a key with a TTL must expire without anyone fast-forwarding time")
+	require.NoError(t, c.Set(ctx, "keep", "v", 0).Err())
+	require.NoError(t, b.Restart())
+	require.Eventually(t, func() bool { return c.Ping(ctx).Err() == nil }, 5*time.Second, 20*time.Millisecond)
+	require.Equal(t, int64(0), c.Exists(ctx, "keep").Val())
+	require.Error(t, b.Pause(), "miniredis cannot be paused; the error must say so")
+}
+
+// An external Redis is never flushed: a run namespaces its keys and removes only those.
+func TestExternalBackendIsLeftAsFound(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { _ = c.Close() })
+	require.NoError(t, c.Set(ctx, "someone-elses", "data", 0).Err())
+	require.NoError(t, c.Set(ctx, "session:theirs", `{"id":"theirs"}`, 0).Err())
+	sc := sim.Scenario{Name: "ext", Instances: 2, Endpoints: 2, Duration: 50 * time.Second}
+	res, err := sim.Run(ctx, sim.Options{System: sim.NewReference(), Scenario: sc, Seed: 1, TimeScale: 0.1, Backend: "addr=" + srv.Addr()})
+	require.NoError(t, err)
+	require.NotEmpty(t, res.History.Events)
+	keys, err := c.Keys(ctx, "*").Result()
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{"someone-elses", "session:theirs"}, keys, "the run must leave exactly what it found")
+}
