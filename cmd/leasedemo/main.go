@@ -122,7 +122,8 @@ func run(ctx context.Context, out io.Writer) error {
 	}
 	d.printf("three instances, nine sessions, lease TTL 3s; Redis is fresh, so the first grants wait one TTL (fresh-dataset guard)")
 	for _, in := range insts {
-		ictx, cancel := context.WithCancel(ctx)
+		// Not derived from ctx: Ctrl-C stops the instances gracefully (deferred stopAll), not by crash.
+		ictx, cancel := context.WithCancel(context.Background())
 		in.cancel = cancel
 		defer cancel()
 		if err := in.m.Start(ictx); err != nil {
@@ -161,12 +162,17 @@ func run(ctx context.Context, out io.Writer) error {
 			}
 			n += len(h)
 		}
-		return n == len(sessions) && d.allPolledSince(sessions, time.Now().Add(-time.Second))
+		return n == len(sessions) && d.allPolledByLive(sessions)
 	}
 	if err := d.waitFor(ctx, 12*time.Second, func() bool { return covered(3) }, held); err != nil {
 		return err
 	}
 	d.printf("balanced: %s", d.table(held()))
+	// Let the fleet poll for a while in steady state before the crash.
+	if err := d.waitFor(ctx, 10*time.Second, func() bool { return d.minPolls("A", "B", "C") >= 15 }, held); err != nil {
+		return err
+	}
+	d.printf("steady: %s", d.pollCounts())
 
 	victim := insts[1]
 	d.printf("crashing instance %s (its context is cancelled: it releases nothing)", victim.name)
@@ -178,15 +184,31 @@ func run(ctx context.Context, out io.Writer) error {
 	d.mu.Unlock()
 	if err := d.waitFor(ctx, 15*time.Second, func() bool {
 		h := held()
-		return len(h["A"])+len(h["C"]) == len(sessions) && d.allPolledSince(sessions, crashed)
+		return len(h["A"])+len(h["C"]) == len(sessions) && d.allPolledByLive(sessions)
 	}, held); err != nil {
 		return err
 	}
 	d.printf("takeover complete %.1fs after the crash: %s", time.Since(crashed).Seconds(), d.table(held()))
-	d.mu.Lock()
-	fmt.Fprintf(d.out, "polls per instance: A=%d B=%d C=%d\n", d.polls["A"], d.polls["B"], d.polls["C"])
-	d.mu.Unlock()
+	d.printf("%s", d.pollCounts())
 	return nil
+}
+
+func (d *demo) minPolls(names ...string) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	lowest := -1
+	for _, n := range names {
+		if lowest < 0 || d.polls[n] < lowest {
+			lowest = d.polls[n]
+		}
+	}
+	return lowest
+}
+
+func (d *demo) pollCounts() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return fmt.Sprintf("polls so far: A=%d B=%d C=%d", d.polls["A"], d.polls["B"], d.polls["C"])
 }
 
 func (d *demo) pollAs(name string) lease.PollFunc {
@@ -209,9 +231,8 @@ func (d *demo) observe(e lease.Event) {
 	d.printf("%s %-8s %s (token %d, %s)", name, e.Kind, e.Endpoint, e.Token, e.Reason)
 }
 
-// allPolledSince reports whether every session has been polled by a live instance; since is unused
-// beyond documenting intent: polls are counted from the table of last pollers.
-func (d *demo) allPolledSince(sessions []string, _ time.Time) bool {
+// allPolledByLive reports whether the last poll of every session was by an instance that is alive.
+func (d *demo) allPolledByLive(sessions []string) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, s := range sessions {

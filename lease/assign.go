@@ -1,0 +1,102 @@
+package lease
+
+import (
+	"hash/fnv"
+	"slices"
+)
+
+// Assign computes the preferred owner of every endpoint among instances: bounded-load rendezvous
+// (highest-random-weight) hashing. It is a pure function of the two sets (order and duplicates do not
+// matter), so every instance that sees the same fleet and the same targets computes the same answer.
+//
+// With E endpoints and N instances, every instance is assigned either floor(E/N) or ceil(E/N)
+// endpoints, and exactly E mod N instances get the larger number. Endpoints are placed one at a time,
+// in an order fixed by their hash, each on the instance with the highest hash weight among those still
+// below their cap. Without caps this is plain rendezvous hashing, which moves only the endpoints of an
+// instance that leaves (or about 1/N of them to one that joins); the caps add a few moves at the margin.
+//
+// The result maps endpoint to instance; it is empty when instances is empty.
+func Assign(instances, endpoints []string) map[string]string {
+	insts := dedupe(instances)
+	eps := dedupe(endpoints)
+	out := make(map[string]string, len(eps))
+	if len(insts) == 0 || len(eps) == 0 {
+		return out
+	}
+	ih := make([]uint64, len(insts))
+	for i, id := range insts {
+		ih[i] = mix64(hash64(id))
+	}
+	type ep struct {
+		id string
+		h  uint64
+	}
+	order := make([]ep, len(eps))
+	for i, e := range eps {
+		order[i] = ep{e, hash64(e)}
+	}
+	slices.SortFunc(order, func(a, b ep) int {
+		switch {
+		case a.h < b.h:
+			return -1
+		case a.h > b.h:
+			return 1
+		}
+		return compareStrings(a.id, b.id)
+	})
+
+	n := len(insts)
+	q, r := len(eps)/n, len(eps)%n
+	load := make([]int, n)
+	big := 0 // instances already at q+1
+	for _, e := range order {
+		best, bestScore := -1, uint64(0)
+		for i := range insts {
+			if load[i] > q || (load[i] == q && big >= r) {
+				continue
+			}
+			s := mix64(e.h ^ ih[i])
+			if best < 0 || s > bestScore {
+				best, bestScore = i, s
+			}
+		}
+		load[best]++
+		if load[best] == q+1 {
+			big++
+		}
+		out[e.id] = insts[best]
+	}
+	return out
+}
+
+func dedupe(in []string) []string {
+	out := slices.Clone(in)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func compareStrings(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func hash64(s string) uint64 {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(s))
+	return h.Sum64()
+}
+
+// mix64 is the SplitMix64 finaliser: it spreads FNV's weak low bits over the whole word.
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}

@@ -1,0 +1,78 @@
+// Package lease is Tenure's reference per-endpoint lease manager: a fleet of instances shares the
+// polling of many endpoints so that each endpoint is polled by one instance at a time, the work is
+// spread evenly, and an endpoint whose holder dies is taken over within about one lease TTL.
+//
+// # How it works
+//
+// Every endpoint has a lease key <prefix>lease:<endpoint> whose value is the holder's instance ID and
+// whose TTL is LeaseTTL. Instances announce themselves with a heartbeat key <prefix>node:<id> and find
+// each other by SCAN. Targets come from a TargetSource (by default the session:<id> keys in Redis,
+// which are only ever read). Each instance computes the same bounded-load rendezvous assignment (see
+// Assign) over the live instances, acquires the endpoints assigned to it, renews all its leases in one
+// pipelined round trip per RenewInterval, and polls each held endpoint every PollInterval. A holder that
+// is no longer preferred finishes its in-flight poll, releases, and announces the release on the
+// <prefix>events pub/sub channel so that the preferred instance acquires within milliseconds.
+//
+// Keys: <prefix>lease:<endpoint> (instance ID, TTL LeaseTTL), <prefix>fence:<endpoint> (last fencing
+// token, no TTL), <prefix>node:<instance> ("1", TTL HeartbeatTTL), <prefix>epoch (end of the
+// fresh-dataset guard in Redis microseconds, no TTL). Scripts documents the Lua conventions. Renew and
+// release touch one key each; acquire also touches the fence counter and the epoch key, which are in
+// other hash slots, so on Redis Cluster (a non-goal for now) acquire would need the three keys co-located.
+//
+// # What is guaranteed, and under which assumptions
+//
+// Single poller. While a poll's context is live, no other instance of the fleet holds the endpoint's
+// lease, provided that:
+//
+//   - every instance's clock runs at a rate within DriftBound of Redis's clock (the bound applies to
+//     rates, not to absolute time: wall-clock steps do not matter because deadlines use the monotonic
+//     reading of Config.Clock);
+//   - Redis does not lose an acknowledged write without also losing every lease key, i.e. a single
+//     primary, no failover to a lagging replica, and no eviction of keys (maxmemory-policy noeviction);
+//     a restart with an empty dataset is covered by the fresh-dataset guard below;
+//   - the PollFunc stops touching the endpoint promptly once its context is done (within SafetyMargin).
+//
+// The reason: a grant or renewal confirmed by a request sent at local time t0 is believed only until
+// t0 + LeaseTTL*(1-DriftBound) - SafetyMargin, which precedes the key's expiry in Redis; a reply that
+// arrives late never extends a belief; a renewal that fails or times out ends the belief at once (fail
+// closed: the lease may still be ours, and a later acquire finds it so and returns the same token).
+//
+// Fencing. A process can be paused (GC, SIGSTOP, VM migration) between the deadline check and the
+// poll, after which it believes a lease it no longer has. No lease design prevents that; fencing tokens
+// let the resource refuse such a zombie. Every grant carries a token larger than every earlier token
+// for that endpoint: max(previous+1, Redis TIME in microseconds). Tokens keep increasing across a
+// Redis restart with an empty dataset as long as Redis's wall clock does not step back by more than
+// one TTL across the restart.
+//
+// Fresh-dataset guard. A Redis that restarts empty forgets every lease while old holders still believe
+// in theirs. The acquire script treats a missing epoch key as a fresh dataset: it creates the key and
+// grants nothing to anyone until one LeaseTTL has passed on Redis's clock, by which time every old
+// holder's local deadline has passed (given the drift bound). The first start on an empty Redis
+// therefore waits one TTL before the first grant; MarkEstablished skips that wait where it is known to
+// be safe.
+//
+// Idempotence. go-redis re-sends a command whose reply was lost. Acquire returns the same token if the
+// lease already holds our ID, renew and release compare our ID, so a re-send changes nothing. Every
+// Redis call is bounded by OpTimeout through its context; create the client with
+// ContextTimeoutEnabled so that the bound also applies to socket reads.
+//
+// Balance and liveness. When every instance sees the same fleet and the same targets, each owns
+// floor(E/N) or ceil(E/N) endpoints. After a graceful Stop its endpoints move within milliseconds;
+// after a crash, within LeaseTTL plus about one RenewInterval (the leases must expire) once the other
+// instances have noticed the heartbeat is gone (HeartbeatTTL plus up to one DiscoveryInterval).
+// These are liveness bounds, not safety properties: they depend on Redis being reachable.
+//
+// Not guaranteed: single polling when the assumptions above fail (use fencing), any bound while Redis
+// is unreachable (polling stops, by design), and balance while instances disagree about the fleet.
+//
+// # Observability
+//
+// Log events (log/slog, attributes instance, endpoint, token, reason): "acquire ok" (info), acquire
+// failures (debug when held by another or refused by the guard, warn on errors), "renew ok" (debug),
+// "renew failed" (warn), "release handoff|target-removed|stopped" (info), "release lost|renew-failed|
+// expired" (warn). Config.Observe receives the same belief changes as Events. Prometheus collectors
+// are registered on Config.Registerer only, labelled instance=<ID>: tenure_lease_held (gauge),
+// tenure_lease_acquisitions_total{result="ok|held|guard|error"}, tenure_lease_renewal_failures_total,
+// tenure_lease_releases_total{reason} and tenure_lease_handoff_seconds (histogram: from a release
+// notification to taking the released lease).
+package lease

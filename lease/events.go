@@ -1,0 +1,71 @@
+package lease
+
+import (
+	"time"
+)
+
+// EventKind names a change of ownership belief.
+type EventKind string
+
+// Event kinds.
+const (
+	// EventAcquired: the instance now holds the endpoint and will poll it.
+	EventAcquired EventKind = "acquired"
+	// EventReleased: the instance gave the endpoint up on purpose (rebalance, removed or paused target,
+	// graceful stop). Reason is "handoff", "target-removed" or "stopped".
+	EventReleased EventKind = "released"
+	// EventLost: a renewal found the lease gone or another's (Reason "lost"), or could not be confirmed
+	// (Reason "renew-failed": fail closed; the lease may still be ours and may be re-acquired).
+	EventLost EventKind = "lost"
+	// EventExpired: the local validity deadline passed without a confirmed renewal.
+	EventExpired EventKind = "expired"
+)
+
+// Release and loss reasons carried by Event.Reason and the releases metric.
+const (
+	ReasonAcquired      = "acquired"
+	ReasonHandoff       = "handoff"
+	ReasonTargetRemoved = "target-removed"
+	ReasonStopped       = "stopped"
+	ReasonLost          = "lost"
+	ReasonRenewFailed   = "renew-failed"
+	ReasonExpired       = "expired"
+)
+
+// Event is one change of ownership belief, reported to Config.Observe. A crash (cancelling Start's
+// context) reports nothing: a crashed process says nothing either.
+type Event struct {
+	Kind     EventKind
+	Instance string
+	Endpoint string
+	// Token is the fencing token of the holding that began or ended.
+	Token uint64
+	// Reason says why: see the Reason constants.
+	Reason string
+	// At is the time of the change on the manager's clock.
+	At time.Time
+
+	_ struct{}
+}
+
+// emitLocked logs, counts and reports a belief change. m.mu must be held, so that the changes of one
+// endpoint reach Observe in the order they happened.
+func (m *Manager) emitLocked(kind EventKind, h *holding, reason string) {
+	at := m.clock.Now()
+	attrs := []any{"instance", m.id, "endpoint", h.endpoint, "token", h.token, "reason", reason}
+	switch kind {
+	case EventAcquired:
+		m.log.Info("lease: acquire ok", attrs...)
+		m.metrics.acquired()
+	case EventReleased:
+		m.log.Info("lease: release "+reason, attrs...)
+		m.metrics.released(reason)
+	default:
+		m.log.Warn("lease: release "+reason, attrs...)
+		m.metrics.released(reason)
+	}
+	m.metrics.setHeld(m.heldCountLocked())
+	if m.cfg.Observe != nil {
+		m.cfg.Observe(Event{Kind: kind, Instance: m.id, Endpoint: h.endpoint, Token: h.token, Reason: reason, At: at})
+	}
+}

@@ -1,0 +1,140 @@
+package lease
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+//go:embed scripts/*.lua
+var scriptFS embed.FS
+
+func scriptSource(name string) string {
+	b, err := scriptFS.ReadFile("scripts/" + name + ".lua")
+	if err != nil {
+		panic("lease: missing embedded script " + name)
+	}
+	return string(b)
+}
+
+var (
+	acquireSource = scriptSource("acquire")
+	renewSource   = scriptSource("renew")
+	releaseSource = scriptSource("release")
+
+	acquireScript = redis.NewScript(acquireSource)
+	renewScript   = redis.NewScript(renewSource)
+	releaseScript = redis.NewScript(releaseSource)
+)
+
+// Scripts returns the Lua source of the lease operations by name ("acquire", "renew", "release"), for
+// tools that classify recorded commands. Conventions shared by all three:
+//
+//   - KEYS[1] is the lease key <KeyPrefix>lease:<endpoint>; acquire also takes KEYS[2], the fencing
+//     counter <KeyPrefix>fence:<endpoint>, and KEYS[3], the dataset epoch key <KeyPrefix>epoch.
+//   - ARGV[1] is the instance ID (the lease key's value), ARGV[2] the lease TTL in milliseconds.
+//   - acquire returns the fencing token (> 0) when the lease is ours after the call (also when it already
+//     was: a re-sent acquire is idempotent and returns the same token), 0 when another instance holds it,
+//     and -1 while the fresh-dataset guard refuses every grant.
+//   - renew returns 1 if it extended a lease holding our ID, 0 otherwise.
+//   - release returns 1 if it deleted a lease holding our ID, 0 otherwise; ARGV[3] and ARGV[4], when
+//     given, are a pub/sub channel and the message published on a successful release.
+//
+// Scripts are sent with EVALSHA, falling back to EVAL after a NOSCRIPT reply (a restarted Redis).
+func Scripts() map[string]string {
+	return map[string]string{
+		"acquire": acquireSource,
+		"renew":   renewSource,
+		"release": releaseSource,
+	}
+}
+
+// ScriptNames maps the SHA1 of each script to its name, for tools that see EVALSHA commands.
+func ScriptNames() map[string]string {
+	return map[string]string{
+		acquireScript.Hash(): "acquire",
+		renewScript.Hash():   "renew",
+		releaseScript.Hash(): "release",
+	}
+}
+
+// keys names every Redis key and channel the manager uses.
+type keys struct{ prefix string }
+
+func (k keys) lease(endpoint string) string { return k.prefix + "lease:" + endpoint }
+func (k keys) fence(endpoint string) string { return k.prefix + "fence:" + endpoint }
+func (k keys) node(id string) string        { return k.prefix + "node:" + id }
+func (k keys) nodePattern() string          { return escapeGlob(k.prefix+"node:") + "*" }
+func (k keys) epoch() string                { return k.prefix + "epoch" }
+func (k keys) channel() string              { return k.prefix + "events" }
+
+func escapeGlob(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch r {
+		case '*', '?', '[', ']', '\\':
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func ttlMillis(d time.Duration) int64 { return d.Milliseconds() }
+
+// scriptCall is one script invocation in a pipelined batch.
+type scriptCall struct {
+	script *redis.Script
+	keys   []string
+	args   []any
+	sent   time.Time // when the request that produced res was sent (on the manager's clock)
+	res    int64
+	err    error
+}
+
+func isNoScript(err error) bool {
+	return err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT")
+}
+
+// runBatch sends calls in one pipeline with EVALSHA. Calls that fail with NOSCRIPT (the script cache
+// was emptied, e.g. by a restart) are re-sent with EVAL in a second pipeline. Each call's sent field is
+// the time its answering request was sent, read from now just before the pipeline goes out.
+func runBatch(ctx context.Context, c redis.UniversalClient, now func() time.Time, calls []*scriptCall) {
+	if len(calls) == 0 {
+		return
+	}
+	exec := func(useEval bool, batch []*scriptCall) {
+		p := c.Pipeline()
+		cmds := make([]*redis.Cmd, len(batch))
+		for i, sc := range batch {
+			if useEval {
+				cmds[i] = sc.script.Eval(ctx, p, sc.keys, sc.args...)
+			} else {
+				cmds[i] = sc.script.EvalSha(ctx, p, sc.keys, sc.args...)
+			}
+		}
+		sent := now()
+		_, _ = p.Exec(ctx)
+		for i, sc := range batch {
+			sc.sent = sent
+			sc.res, sc.err = cmds[i].Int64()
+			if errors.Is(sc.err, redis.Nil) {
+				sc.res, sc.err = 0, nil
+			}
+		}
+	}
+	exec(false, calls)
+	var retry []*scriptCall
+	for _, sc := range calls {
+		if isNoScript(sc.err) {
+			retry = append(retry, sc)
+		}
+	}
+	if len(retry) > 0 {
+		exec(true, retry)
+	}
+}
