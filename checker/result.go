@@ -74,7 +74,10 @@ type Failover struct {
 	// FaultAt is when the fault began; PolledAt when the endpoint was next polled by a live instance.
 	FaultAt  time.Duration `json:"fault_at"`
 	PolledAt time.Duration `json:"polled_at,omitempty"`
-	// Latency is PolledAt-FaultAt; negative when the endpoint was never polled again.
+	// MeasuredFrom is when the clock started: FaultAt, or the fault's end for a fault that isolated
+	// every live instance (no survivor could take over before it ended).
+	MeasuredFrom time.Duration `json:"measured_from"`
+	// Latency is PolledAt-MeasuredFrom; negative when the endpoint was never polled again.
 	Latency time.Duration `json:"latency"`
 	// Bound is the acceptable latency.
 	Bound time.Duration `json:"bound"`
@@ -100,6 +103,22 @@ type Report struct {
 	Ops     int `json:"ops"`
 	Polls   int `json:"polls"`
 	Refused int `json:"refused"`
+}
+
+// Breaches returns the violations that count against the invariant: for single-poller, those whose poll
+// reached the resource (the others are stale polls refused by fencing, listed for the reader); for every
+// other invariant, all of them.
+func (r Result) Breaches() []Violation {
+	if r.Invariant != InvSinglePoller {
+		return r.Violations
+	}
+	var out []Violation
+	for _, v := range r.Violations {
+		if v.ReachedResource {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // OK reports whether every result passed or was skipped.

@@ -73,6 +73,10 @@ const (
 	OpOther   OpKind = "other"   // recorded, not modelled (fencing counters, heartbeats, scans)
 )
 
+// AnyOwner as an Op's Owner marks a renew or release that does not compare the owner (an unconditional
+// PEXPIRE or DEL): it acts on whoever holds the key.
+const AnyOwner = "*"
+
 // Op is a backend operation as the instance's client saw it.
 type Op struct {
 	// Kind is the operation's meaning in the model.

@@ -77,12 +77,12 @@ var all = []sim.Scenario{
 	},
 	{
 		Name: "redis-partition", Description: "A holder is cut off from Redis for longer than a TTL; it must stop polling before anyone else may start.",
-		Instances: 3, Endpoints: 9, Duration: 150 * s, Steps: chaos.Schedule{{At: 60 * s, For: 50 * s, Fault: chaos.Partition{Slot: 0}}},
+		Instances: 3, Endpoints: 9, Duration: 150 * s, Steps: chaos.Schedule{{At: 60 * s, For: 50 * s, Fault: chaos.Partition{Of: "ep-0"}}},
 		Steady: w(135*s, 150*s), ExpectBalance: true,
 	},
 	{
 		Name: "one-way-partition", Description: "A holder's requests reach Redis but its replies are lost: renewals take effect unseen and the client re-sends them.",
-		Instances: 3, Endpoints: 9, Duration: 150 * s, Steps: chaos.Schedule{{At: 60 * s, For: 40 * s, Fault: chaos.Partition{Slot: 0, OneWay: true}}},
+		Instances: 3, Endpoints: 9, Duration: 150 * s, Steps: chaos.Schedule{{At: 60 * s, For: 40 * s, Fault: chaos.Partition{Of: "ep-0", OneWay: true}}},
 		Steady: w(135*s, 150*s), ExpectBalance: true,
 	},
 	{
@@ -107,7 +107,7 @@ var all = []sim.Scenario{
 	},
 	{
 		Name: "gc-pause", Description: "A holder freezes for 1.5 TTL between deciding to poll and polling, then wakes and sends its poll: fencing must refuse it.",
-		Instances: 3, Endpoints: 9, Duration: 150 * s, Steps: chaos.Schedule{{At: 60 * s, For: 45 * s, Fault: chaos.Pause{Slot: 0}}},
+		Instances: 3, Endpoints: 9, Duration: 150 * s, Steps: chaos.Schedule{{At: 60 * s, For: 45 * s, Fault: chaos.Pause{Of: "ep-0"}}},
 		Steady: w(135*s, 150*s), ExpectBalance: true, Fencing: true,
 	},
 	{

@@ -163,7 +163,8 @@ func abbreviate(args []any) string {
 }
 
 // defaultClassifier understands plain lease commands on keys under leasePrefix: SET k v NX PX/EX is an
-// acquire, GET k a read. Everything else is recorded but not modelled.
+// acquire, PEXPIRE/EXPIRE an unconditional renew, DEL of one key an unconditional release, GET a read.
+// Everything else is recorded but not modelled.
 type defaultClassifier struct{ leasePrefix string }
 
 func (d defaultClassifier) Classify(args []any, reply any, err error) history.Op {
@@ -204,7 +205,25 @@ func (d defaultClassifier) Classify(args []any, reply any, err error) history.Op
 			return op
 		}
 		op.Kind, op.Owner, op.TTL = history.OpAcquire, fmt.Sprint(args[2]), ttl
-		op.OK = err == nil && reply == "OK"
+		op.OK = err == nil && (reply == "OK" || reply == true)
+	case "pexpire", "expire":
+		// An unconditional renewal: it extends whoever holds the key.
+		if len(args) < 3 {
+			return op
+		}
+		n, _ := strconv.ParseInt(fmt.Sprint(args[2]), 10, 64)
+		unit := time.Millisecond
+		if name == "expire" {
+			unit = time.Second
+		}
+		op.Kind, op.Owner, op.TTL = history.OpRenew, history.AnyOwner, time.Duration(n)*unit
+		op.OK = err == nil && reply == true
+	case "del":
+		if len(args) != 2 {
+			return op
+		}
+		op.Kind, op.Owner = history.OpRelease, history.AnyOwner
+		op.OK = err == nil && reply == int64(1)
 	case "get":
 		op.Kind = history.OpRead
 		if s, ok := reply.(string); ok {

@@ -1,0 +1,135 @@
+// Package checker judges a recorded history against Tenure's invariants: single poller, linearizability
+// of the lease operations, failover time, balance, fencing and liveness.
+//
+// Check runs every invariant and returns one Result per invariant, assumptions first. A Result is a
+// verdict with a message, never a bare boolean: Pass, Violated, Unknown (the checker could not decide, for
+// example the linearizability search timed out or the run was interrupted) or Skipped (the invariant does
+// not apply to the scenario, or an assumption it rests on failed). Unknown never counts as a pass.
+//
+// What the verdicts rest on:
+//   - all times are the harness's monotonic run times recorded in the history; instance clocks play no
+//     part, so drifting instances are judged on the same time base;
+//   - a poll "reaches the resource" unless its outcome is refused (a stale fencing token);
+//   - the bounds (lease TTL, failover bound, poll interval, steady windows) come from the history's Meta,
+//     so a saved history is judged as it was when recorded.
+package checker
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	"github.com/tenurelabs/tenure/history"
+)
+
+// Options tunes the checker. Zero or negative fields take their defaults.
+type Options struct {
+	// LinearizabilityTimeout bounds the whole linearizability search; when it runs out the verdict is
+	// Unknown. Default 30 s.
+	LinearizabilityTimeout time.Duration
+	// MaxViolations caps the violations listed per invariant; the rest are counted in
+	// Result.Truncated. Default 50.
+	MaxViolations int
+	_             struct{}
+}
+
+// DefaultOptions returns the default options.
+func DefaultOptions() Options {
+	return Options{LinearizabilityTimeout: 30 * time.Second, MaxViolations: 50}
+}
+
+func (o Options) withDefaults() Options {
+	d := DefaultOptions()
+	if o.LinearizabilityTimeout <= 0 {
+		o.LinearizabilityTimeout = d.LinearizabilityTimeout
+	}
+	if o.MaxViolations <= 0 {
+		o.MaxViolations = d.MaxViolations
+	}
+	return o
+}
+
+// Check judges h against every invariant and returns the report. Results come in a fixed order:
+// assumptions, single-poller, linearizability, failover, balance, fencing, liveness.
+//
+// When the assumptions fail (empty history, missing or invalid Meta, unsorted events, no polls) every
+// later invariant is Skipped with the reason. When the run was interrupted the assumptions are Unknown;
+// the safety invariants (single-poller, linearizability, fencing) are still judged, because a violation
+// in a partial history is a real one, while failover, balance and liveness are Skipped.
+func Check(h history.History, opts Options) Report {
+	opts = opts.withDefaults()
+	idx := newIndex(h)
+	rep := Report{Ops: len(idx.ops), Polls: idx.pollCount, Refused: idx.refused}
+
+	assume := timed(func() Result { return checkAssumptions(idx) })
+	rep.Results = append(rep.Results, assume)
+
+	skipAll := assume.Outcome == Violated
+	skipLive := skipAll || h.Meta.Interrupted
+	skipWhy := "skipped: " + assume.Message
+	if !skipAll && h.Meta.Interrupted {
+		skipWhy = "skipped: the run was interrupted, so a missing poll may only be missing from the history"
+	}
+
+	run := func(name string, skip bool, f func() Result) {
+		if skip {
+			rep.Results = append(rep.Results, Result{Invariant: name, Outcome: Skipped, Message: skipWhy})
+			return
+		}
+		rep.Results = append(rep.Results, timed(f))
+	}
+	run(InvSinglePoller, skipAll, func() Result { return checkSinglePoller(idx, opts) })
+	run(InvLinearizable, skipAll, func() Result { return checkLinearizability(idx, opts) })
+	run(InvFailover, skipLive, func() Result {
+		res, fo := checkFailover(idx, opts)
+		rep.Failovers = fo
+		return res
+	})
+	run(InvBalance, skipLive, func() Result { return checkBalance(idx, opts) })
+	run(InvFencing, skipAll, func() Result { return checkFencing(idx, opts) })
+	run(InvLiveness, skipLive, func() Result { return checkLiveness(idx, opts) })
+
+	if len(h.Events) > 0 && h.Meta.PollInterval > 0 {
+		rep.Balance = balanceSamples(idx)
+	}
+	return rep
+}
+
+// timed runs f and stamps the result with its duration.
+func timed(f func() Result) Result {
+	start := time.Now()
+	r := f()
+	r.Duration = time.Since(start)
+	return r
+}
+
+// collector gathers violations and caps them when the result is built.
+type collector struct {
+	list []Violation
+}
+
+func (c *collector) add(v Violation) { c.list = append(c.list, v) }
+
+// capped returns the violations in time order, at most max of them, and how many were left out.
+func (c *collector) capped(max int) ([]Violation, int) {
+	slices.SortStableFunc(c.list, func(a, b Violation) int {
+		if a.At != b.At {
+			return cmp.Compare(a.At, b.At)
+		}
+		return cmp.Compare(a.Endpoint, b.Endpoint)
+	})
+	if len(c.list) <= max {
+		return c.list, 0
+	}
+	return c.list[:max], len(c.list) - max
+}
+
+// result builds a Result from the collected violations: Pass with passMsg when there are none, otherwise
+// Violated with failMsg.
+func (c *collector) result(inv string, max int, passMsg, failMsg string) Result {
+	if len(c.list) == 0 {
+		return Result{Invariant: inv, Outcome: Pass, Message: passMsg}
+	}
+	v, extra := c.capped(max)
+	return Result{Invariant: inv, Outcome: Violated, Message: failMsg, Violations: v, Truncated: extra}
+}

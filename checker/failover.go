@@ -1,0 +1,280 @@
+package checker
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/tenurelabs/tenure/history"
+)
+
+// isolatingNames are the fault names (matched as substrings) that cut their target instances off from
+// the backend or the resource for a while, so their endpoints must fail over even though the instances
+// stay in the fleet.
+var isolatingNames = []string{"partition", "pause", "outage", "crash", "stop", "restart", "kill", "freeze"}
+
+// isolating reports whether fault f is one whose targets' endpoints must fail over: it removes its
+// targets, or it has targets and an isolating name.
+func isolating(f *history.Fault) bool {
+	if f.Removes {
+		return true
+	}
+	if len(f.Targets) == 0 {
+		return false
+	}
+	name := strings.ToLower(f.Name)
+	for _, n := range isolatingNames {
+		if strings.Contains(name, n) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkFailover measures, for every isolating fault (see isolating), how long each affected endpoint
+// went without a poll. An endpoint is affected when a target polled it within 2×PollInterval before the
+// fault began. It is taken over by the first poll that reached the resource, at or after the fault's
+// start, by a live instance that is not a target, or, when the fault does not remove its targets, by
+// any live instance once the fault has ended. The latency (poll start minus fault start) must not exceed
+// Meta.FailoverBound; for a fault that isolates every live instance (an outage) there is no survivor,
+// and the latency is measured from the fault's end instead; an endpoint never polled again is a violation once the run outlived the bound.
+// Endpoints paused or removed before the takeover are not measured.
+//
+// Scale changes (lifecycle started/stopped) are judged by missed-poll windows: for each endpoint polled
+// before the change, every gap between successive poll starts that overlaps [change, change+bound] must
+// not exceed the bound. Changes within a bound of a non-removing fault (whose own disruption may exceed
+// the bound, e.g. a backend outage) are not judged this way.
+func checkFailover(idx *index, opts Options) (Result, []Failover) {
+	bound := idx.meta.FailoverBound
+	pi := idx.meta.PollInterval
+	var c collector
+	var out []Failover
+	faults, unmeasured := 0, 0
+	for _, fe := range idx.faults {
+		f := fe.Fault
+		if !isolating(f) {
+			continue
+		}
+		faults++
+		targets := map[string]bool{}
+		for _, t := range f.Targets {
+			targets[t] = true
+		}
+		faultEnd := fe.At
+		if fe.End >= fe.At {
+			faultEnd = min(fe.End, idx.end)
+		}
+		// A fault that isolates every live instance (an outage) leaves no survivor to take over: the
+		// clock then starts when the fault ends, and the bound measures recovery.
+		start := fe.At
+		if !f.Removes && coversFleet(idx.liveAt(fe.At), targets) {
+			start = faultEnd
+		}
+		for _, ep := range idx.pollEndpoints() {
+			polls := idx.polls[ep]
+			from := lastPollBy(polls, targets, fe.At-2*pi, fe.At)
+			if from == nil || !idx.activeAt(ep, fe.At) {
+				continue
+			}
+			fo := Failover{FaultID: f.ID, Fault: f.Name, Endpoint: ep, From: from.Instance, FaultAt: fe.At,
+				MeasuredFrom: start, Latency: -1, Bound: bound}
+			var to *history.Event
+			i := sort.Search(len(polls), func(i int) bool { return polls[i].At >= fe.At })
+			for ; i < len(polls); i++ {
+				p := polls[i]
+				if !reached(p) || !idx.liveInst(p.Instance, p.At) {
+					continue
+				}
+				if !targets[p.Instance] || (!f.Removes && p.At >= faultEnd) {
+					to = p
+					break
+				}
+			}
+			stop := idx.end
+			if to != nil {
+				stop = to.At
+			}
+			if deactivatedWithin(idx, ep, fe.At, stop) {
+				continue
+			}
+			switch {
+			case to != nil:
+				fo.To, fo.PolledAt, fo.Latency = to.Instance, to.At, to.At-start
+				if fo.Latency > bound {
+					c.add(Violation{At: fe.At, Endpoint: ep, Instances: []string{from.Instance, to.Instance},
+						Events: []int64{fe.Seq, from.Seq, to.Seq},
+						Message: fmt.Sprintf("%s on %s: %s was taken over by %s after %v, over the bound %v",
+							f.Name, strings.Join(f.Targets, ","), ep, to.Instance, fo.Latency, bound)})
+				}
+			case idx.end-start >= bound:
+				c.add(Violation{At: fe.At, Endpoint: ep, Instances: []string{from.Instance},
+					Events: []int64{fe.Seq, from.Seq},
+					Message: fmt.Sprintf("%s on %s: %s, last polled by %s at %v, was never polled again by a live instance (run ended at %v, bound %v)",
+						f.Name, strings.Join(f.Targets, ","), ep, from.Instance, from.At, idx.end, bound)})
+			default:
+				unmeasured++
+			}
+			out = append(out, fo)
+		}
+	}
+	gaps := checkScaleGaps(idx, &c)
+
+	var lat []time.Duration
+	for _, fo := range out {
+		if fo.Latency >= 0 {
+			lat = append(lat, fo.Latency)
+		}
+	}
+	summary := fmt.Sprintf("%d takeovers after %d faults", len(lat), faults)
+	if len(lat) > 0 {
+		slices.Sort(lat)
+		summary += fmt.Sprintf(" (p50 %v, max %v)", percentile(lat, 50), lat[len(lat)-1])
+	}
+	summary += fmt.Sprintf(" against the bound %v; %d scale changes checked for missed polls", bound, gaps)
+	if unmeasured > 0 {
+		summary += fmt.Sprintf("; %d takeovers not measured because the run ended within the bound", unmeasured)
+	}
+	return c.result(InvFailover, opts.MaxViolations,
+		summary+": all within the bound",
+		fmt.Sprintf("%d endpoints went unpolled longer than the bound %v after a fault or scale change; %s",
+			len(c.list), bound, summary)), out
+}
+
+// coversFleet reports whether every instance in live is among targets.
+func coversFleet(live []string, targets map[string]bool) bool {
+	if len(live) == 0 {
+		return false
+	}
+	for _, id := range live {
+		if !targets[id] {
+			return false
+		}
+	}
+	return true
+}
+
+// lastPollBy returns the last poll that reached the resource by one of insts starting in [from, to].
+func lastPollBy(polls []*history.Event, insts map[string]bool, from, to time.Duration) *history.Event {
+	i := sort.Search(len(polls), func(i int) bool { return polls[i].At > to })
+	for i--; i >= 0 && polls[i].At >= from; i-- {
+		if p := polls[i]; reached(p) && insts[p.Instance] {
+			return p
+		}
+	}
+	return nil
+}
+
+// deactivatedWithin reports whether endpoint ep was paused or removed in [from, to].
+func deactivatedWithin(idx *index, ep string, from, to time.Duration) bool {
+	for _, e := range idx.sessions[ep] {
+		if e.At >= from && e.At <= to &&
+			(e.Session.Change == history.SessionPaused || e.Session.Change == history.SessionRemoved) {
+			return true
+		}
+	}
+	return false
+}
+
+// liveInst reports whether instance in was part of the fleet at t.
+func (idx *index) liveInst(in string, t time.Duration) bool {
+	for _, w := range idx.live[in] {
+		if w.Contains(t) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkScaleGaps adds a violation for every missed-poll window longer than the failover bound around a
+// scale change and returns how many changes it judged.
+func checkScaleGaps(idx *index, c *collector) int {
+	bound := idx.meta.FailoverBound
+	judged := 0
+	reported := map[int64]bool{} // poll seq that opens a reported gap
+	for _, le := range idx.lifecycle {
+		ch := le.Lifecycle.Change
+		if ch != history.LifeStarted && ch != history.LifeStopped {
+			continue
+		}
+		t := le.At
+		if nearDisruptiveFault(idx, t-bound, t+bound) {
+			continue
+		}
+		judged++
+		for _, ep := range idx.pollEndpoints() {
+			if !idx.activeAt(ep, t) || deactivatedWithin(idx, ep, t-bound, t+bound) {
+				continue
+			}
+			polls := idx.polls[ep]
+			i := sort.Search(len(polls), func(i int) bool { return polls[i].At > t })
+			var prev *history.Event
+			for j := i - 1; j >= 0; j-- {
+				if reached(polls[j]) {
+					prev = polls[j]
+					break
+				}
+			}
+			if prev == nil {
+				continue // never polled before the change: a first acquisition, not a handoff
+			}
+			for ; prev.At < t+bound; i++ {
+				for i < len(polls) && !reached(polls[i]) {
+					i++
+				}
+				gapEnd := idx.end
+				var next *history.Event
+				if i < len(polls) {
+					next = polls[i]
+					gapEnd = next.At
+				} else if idx.end < t+bound {
+					break // the run ended too soon to judge the last gap
+				}
+				if gapEnd-prev.At > bound && !reported[prev.Seq] {
+					reported[prev.Seq] = true
+					v := Violation{At: prev.At, Endpoint: ep, Instances: []string{prev.Instance},
+						Events: []int64{le.Seq, prev.Seq},
+						Message: fmt.Sprintf("%s not polled for %v (from %v to %v) around %s %s at %v, over the bound %v",
+							ep, gapEnd-prev.At, prev.At, gapEnd, le.Instance, ch, t, bound)}
+					if next != nil {
+						v.Instances = append(v.Instances, next.Instance)
+						v.Events = append(v.Events, next.Seq)
+					}
+					c.add(v)
+				}
+				if next == nil {
+					break
+				}
+				prev = next
+			}
+		}
+	}
+	return judged
+}
+
+// nearDisruptiveFault reports whether a fault that does not remove instances overlaps [from, to].
+func nearDisruptiveFault(idx *index, from, to time.Duration) bool {
+	for _, f := range idx.faults {
+		if f.Fault.Removes {
+			continue
+		}
+		end := max(f.End, f.At)
+		if f.End == history.Infinity {
+			end = idx.end
+		}
+		if f.At <= to && end >= from {
+			return true
+		}
+	}
+	return false
+}
+
+// percentile returns the p-th percentile (nearest rank) of sorted durations.
+func percentile(sorted []time.Duration, p int) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := (p*len(sorted) + 99) / 100
+	return sorted[max(0, min(len(sorted)-1, i-1))]
+}

@@ -1,0 +1,134 @@
+package checker
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tenurelabs/tenure/history"
+)
+
+// crashBase: a polls e1 every second until 5 s (token 1); a fault hits a at 5.5 s.
+func crashBase() *builder {
+	return newBuilder().life("a", history.LifeStarted, 0).life("b", history.LifeStarted, 0).
+		polls("a", "e1", 0, 5*time.Second+ms(500), time.Second, 1).
+		polls("b", "e2", 0, 20*time.Second, time.Second, 1)
+}
+
+func TestFailover(t *testing.T) {
+	s := time.Second
+	tests := []struct {
+		name      string
+		b         *builder
+		outcome   Outcome
+		failovers int
+		latency   time.Duration // of the e1 failover; -1 when never polled
+		to        string
+		msg       string
+	}{
+		{
+			name: "crash taken over in time",
+			b: crashBase().fault("f1", "crash", 5*s+ms(500), 5*s+ms(500), true, false, "a").
+				life("a", history.LifeCrashed, 5*s+ms(500)).
+				polls("b", "e1", 8*s, 20*s, s, 2),
+			outcome: Pass, failovers: 1, latency: 2500 * time.Millisecond, to: "b", msg: "p50 2.5s",
+		},
+		{
+			name: "crash taken over too slowly",
+			b: crashBase().fault("f1", "crash", 5*s+ms(500), 0, true, false, "a").
+				polls("b", "e1", 12*s, 20*s, s, 2),
+			outcome: Violated, failovers: 1, latency: 6500 * time.Millisecond, to: "b", msg: "over the bound",
+		},
+		{
+			name:    "crash never taken over",
+			b:       crashBase().fault("f1", "crash", 5*s+ms(500), 0, true, false, "a"),
+			outcome: Violated, failovers: 1, latency: -1, msg: "never polled again",
+		},
+		{
+			name: "zombie polls of the crashed instance do not count",
+			b: crashBase().fault("f1", "crash", 5*s+ms(500), 0, true, false, "a").
+				polls("a", "e1", 6*s, 20*s, s, 1),
+			outcome: Violated, failovers: 1, latency: -1, msg: "never polled again",
+		},
+		{
+			// Nobody can poll during an outage of the whole fleet: the clock starts when it ends.
+			name: "fleet-wide outage measured from its end",
+			b: crashBase().fault("f1", "outage", 5*s+ms(500), 9*s+ms(500), false, false, "a", "b").
+				polls("a", "e1", 12*s, 20*s, s, 1),
+			outcome: Pass, failovers: 2, latency: 2500 * time.Millisecond, to: "a",
+		},
+		{
+			name: "fleet-wide outage with a slow recovery",
+			b: crashBase().fault("f1", "outage", 5*s+ms(500), 9*s+ms(500), false, false, "a", "b").
+				polls("a", "e1", 15*s, 20*s, s, 1),
+			outcome: Violated, failovers: 2, latency: 5500 * time.Millisecond, to: "a", msg: "over the bound",
+		},
+		{
+			name: "partitioned holder resumes after the fault",
+			b: crashBase().fault("f1", "partition", 5*s+ms(500), 7*s, false, false, "a").
+				polls("a", "e1", 7*s+ms(500), 20*s, s, 1),
+			outcome: Pass, failovers: 1, latency: 2 * time.Second, to: "a",
+		},
+		{
+			name: "polls during the partition do not count",
+			b: crashBase().fault("f1", "partition", 5*s+ms(500), 11*s+ms(500), false, false, "a").
+				poll("a", "e1", 6*s, 6*s+ms(100), 1).
+				polls("a", "e1", 12*s, 20*s, s, 1),
+			outcome: Violated, failovers: 1, latency: 6500 * time.Millisecond, to: "a",
+		},
+		{
+			name: "latency fault is not a failover",
+			b: crashBase().fault("f1", "latency", 5*s+ms(500), 7*s, false, false, "a").
+				polls("a", "e1", 12*s, 20*s, s, 1),
+			outcome: Pass, failovers: 0,
+		},
+		{
+			name: "paused endpoint is not measured",
+			b: crashBase().fault("f1", "crash", 5*s+ms(500), 0, true, false, "a").
+				session("e1", history.SessionPaused, 6*s),
+			outcome: Pass, failovers: 0,
+		},
+		{
+			name: "scale-up handoff within the bound",
+			b: newBuilder().life("a", history.LifeStarted, 0).life("c", history.LifeStarted, 10*s).
+				polls("a", "e1", 0, 10*s+ms(500), s, 1).polls("c", "e1", 12*s, 20*s, s, 2),
+			outcome: Pass,
+		},
+		{
+			name: "scale-up missed polls beyond the bound",
+			b: newBuilder().life("a", history.LifeStarted, 0).life("c", history.LifeStarted, 10*s).
+				polls("a", "e1", 0, 10*s+ms(500), s, 1).polls("c", "e1", 17*s, 20*s, s, 2),
+			outcome: Violated, msg: "not polled for 7s",
+		},
+		{
+			name: "scale-down leaves an endpoint unpolled",
+			b: newBuilder().life("a", history.LifeStarted, 0).life("b", history.LifeStarted, 0).
+				life("a", history.LifeStopped, 8*s).
+				polls("a", "e1", 0, 8*s, s, 1).polls("b", "e2", 0, 20*s, s, 1),
+			outcome: Violated, msg: "around a stopped",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rep := Check(tc.b.build(), DefaultOptions())
+			r := resultOf(t, rep, InvFailover)
+			require.Equal(t, tc.outcome, r.Outcome, r.Message)
+			require.Contains(t, allText(r), tc.msg)
+			require.Len(t, rep.Failovers, tc.failovers)
+			if tc.failovers > 0 {
+				fo := rep.Failovers[0]
+				require.Equal(t, "e1", fo.Endpoint)
+				require.Equal(t, "a", fo.From)
+				require.Equal(t, tc.to, fo.To)
+				require.Equal(t, tc.latency, fo.Latency)
+				require.Equal(t, 5*time.Second, fo.Bound)
+				require.Equal(t, "f1", fo.FaultID)
+			}
+			if tc.outcome == Violated {
+				require.NotEmpty(t, r.Violations)
+				require.Equal(t, "e1", r.Violations[0].Endpoint)
+			}
+		})
+	}
+}

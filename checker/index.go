@@ -1,0 +1,285 @@
+package checker
+
+import (
+	"cmp"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/tenurelabs/tenure/history"
+)
+
+// index is a history sorted into the views the invariants need. Event pointers point into the history's
+// own slice; nothing is copied or modified.
+type index struct {
+	meta   history.Meta
+	events []history.Event
+
+	ops       []*history.Event
+	polls     map[string][]*history.Event // per endpoint, in arrival order (At, then Seq)
+	pollCount int
+	refused   int
+	faults    []*history.Event
+	lifecycle []*history.Event
+	beliefs   map[string][]*history.Event // per endpoint
+	sessions  map[string][]*history.Event // per endpoint
+	endpoints []string                    // every endpoint named anywhere, sorted
+	instances []string                    // every instance named anywhere, sorted
+	hasSessEv bool
+
+	// end is the end of the run: Meta.Duration, or the latest time in the history if that is later.
+	end time.Duration
+	// live holds, per instance, the intervals in which it was part of the fleet.
+	live map[string][]history.Window
+	// active caches activeIntervals per endpoint.
+	active map[string][]history.Window
+}
+
+func newIndex(h history.History) *index {
+	idx := &index{
+		meta:     h.Meta,
+		events:   h.Events,
+		polls:    map[string][]*history.Event{},
+		beliefs:  map[string][]*history.Event{},
+		sessions: map[string][]*history.Event{},
+		active:   map[string][]history.Window{},
+		end:      h.Meta.Duration,
+	}
+	eps := map[string]bool{}
+	insts := map[string]bool{}
+	for i := range h.Events {
+		e := &h.Events[i]
+		if e.Endpoint != "" {
+			eps[e.Endpoint] = true
+		}
+		if e.Instance != "" {
+			insts[e.Instance] = true
+		}
+		idx.end = max(idx.end, e.At)
+		if e.End != history.Infinity {
+			idx.end = max(idx.end, e.End)
+		}
+		switch e.Kind {
+		case history.KindOp:
+			if e.Op != nil {
+				idx.ops = append(idx.ops, e)
+			}
+		case history.KindPoll:
+			if e.Poll == nil || e.Endpoint == "" {
+				continue
+			}
+			idx.polls[e.Endpoint] = append(idx.polls[e.Endpoint], e)
+			idx.pollCount++
+			if e.Poll.Outcome == history.PollRefused {
+				idx.refused++
+			}
+		case history.KindFault:
+			if e.Fault != nil {
+				idx.faults = append(idx.faults, e)
+				for _, t := range e.Fault.Targets {
+					insts[t] = true
+				}
+			}
+		case history.KindLifecycle:
+			if e.Lifecycle != nil {
+				idx.lifecycle = append(idx.lifecycle, e)
+			}
+		case history.KindBelief:
+			if e.Belief != nil && e.Endpoint != "" {
+				idx.beliefs[e.Endpoint] = append(idx.beliefs[e.Endpoint], e)
+			}
+		case history.KindSession:
+			if e.Session != nil && e.Endpoint != "" {
+				idx.sessions[e.Endpoint] = append(idx.sessions[e.Endpoint], e)
+				idx.hasSessEv = true
+			}
+		}
+	}
+	for _, ps := range idx.polls {
+		slices.SortStableFunc(ps, byArrival)
+	}
+	for _, bs := range idx.beliefs {
+		slices.SortStableFunc(bs, byArrival)
+	}
+	for ep := range eps {
+		idx.endpoints = append(idx.endpoints, ep)
+	}
+	sort.Strings(idx.endpoints)
+	for in := range insts {
+		idx.instances = append(idx.instances, in)
+	}
+	sort.Strings(idx.instances)
+	idx.live = liveIntervals(idx)
+	return idx
+}
+
+func byArrival(a, b *history.Event) int {
+	if a.At != b.At {
+		return cmp.Compare(a.At, b.At)
+	}
+	return cmp.Compare(a.Seq, b.Seq)
+}
+
+// pollEnd is a poll's end, or its start when the end was not recorded.
+func pollEnd(e *history.Event) time.Duration {
+	if e.End < e.At {
+		return e.At
+	}
+	return e.End
+}
+
+// reached reports whether a poll reached the resource (anything but a fencing refusal).
+func reached(e *history.Event) bool { return e.Poll.Outcome != history.PollRefused }
+
+// liveIntervals derives each instance's membership of the fleet from lifecycle events and removing faults.
+// An instance is live from its "started" event (or from 0 when its first event is not a start) until it
+// stops or crashes, or until a fault that removes it begins. Pauses do not end membership.
+func liveIntervals(idx *index) map[string][]history.Window {
+	type change struct {
+		at   time.Duration
+		seq  int64
+		up   bool
+		inst string
+	}
+	var changes []change
+	for _, e := range idx.lifecycle {
+		switch e.Lifecycle.Change {
+		case history.LifeStarted:
+			changes = append(changes, change{e.At, e.Seq, true, e.Instance})
+		case history.LifeStopped, history.LifeCrashed:
+			changes = append(changes, change{e.At, e.Seq, false, e.Instance})
+		}
+	}
+	for _, f := range idx.faults {
+		if f.Fault.Removes {
+			for _, t := range f.Fault.Targets {
+				changes = append(changes, change{f.At, f.Seq, false, t})
+			}
+		}
+	}
+	slices.SortStableFunc(changes, func(a, b change) int {
+		if a.at != b.at {
+			return cmp.Compare(a.at, b.at)
+		}
+		return cmp.Compare(a.seq, b.seq)
+	})
+	out := map[string][]history.Window{}
+	open := map[string]time.Duration{}
+	seen := map[string]bool{}
+	for _, c := range changes {
+		if c.inst == "" {
+			continue
+		}
+		from, isOpen := open[c.inst]
+		switch {
+		case c.up && !isOpen:
+			open[c.inst] = c.at
+		case !c.up && isOpen:
+			out[c.inst] = append(out[c.inst], history.Window{From: from, To: c.at})
+			delete(open, c.inst)
+		case !c.up && !seen[c.inst]:
+			// First news of the instance is its end: it was part of the initial fleet.
+			out[c.inst] = append(out[c.inst], history.Window{From: 0, To: c.at})
+		}
+		seen[c.inst] = true
+	}
+	for in, from := range open {
+		out[in] = append(out[in], history.Window{From: from, To: idx.end})
+	}
+	// Instances that appear only in polls, ops or beliefs were there all along.
+	for _, in := range idx.instances {
+		if !seen[in] {
+			out[in] = []history.Window{{From: 0, To: idx.end}}
+		}
+	}
+	return out
+}
+
+// liveAt returns the instances live at t, sorted.
+func (idx *index) liveAt(t time.Duration) []string {
+	var out []string
+	for _, in := range idx.instances {
+		for _, w := range idx.live[in] {
+			if w.Contains(t) && (t < w.To || w.To == idx.end) {
+				out = append(out, in)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// activeIntervals returns the intervals in which endpoint ep was an active poll target. Without session
+// events an endpoint is active for the whole run. An endpoint whose first session event is not "added"
+// existed from the start.
+func (idx *index) activeIntervals(ep string) []history.Window {
+	if w, ok := idx.active[ep]; ok {
+		return w
+	}
+	w := idx.computeActive(ep)
+	idx.active[ep] = w
+	return w
+}
+
+func (idx *index) computeActive(ep string) []history.Window {
+	evs := idx.sessions[ep]
+	if len(evs) == 0 {
+		return []history.Window{{From: 0, To: idx.end}}
+	}
+	var out []history.Window
+	active := evs[0].Session.Change != history.SessionAdded
+	from := time.Duration(0)
+	for _, e := range evs {
+		switch e.Session.Change {
+		case history.SessionAdded, history.SessionResumed:
+			if !active {
+				active, from = true, e.At
+			}
+		case history.SessionPaused, history.SessionRemoved:
+			if active {
+				out = append(out, history.Window{From: from, To: e.At})
+				active = false
+			}
+		}
+	}
+	if active {
+		out = append(out, history.Window{From: from, To: idx.end})
+	}
+	return out
+}
+
+// activeAt reports whether endpoint ep was an active poll target at t.
+func (idx *index) activeAt(ep string, t time.Duration) bool {
+	for _, w := range idx.activeIntervals(ep) {
+		if w.Contains(t) {
+			return true
+		}
+	}
+	return false
+}
+
+// pollEndpoints returns the endpoints that are poll targets: those with polls or session events, and,
+// when there are none of those, those named by operations. Beliefs and operations alone do not make an
+// endpoint a target when polls exist, since election roles and heartbeats share the Endpoint field.
+func (idx *index) pollEndpoints() []string {
+	set := map[string]bool{}
+	for ep := range idx.polls {
+		set[ep] = true
+	}
+	for ep := range idx.sessions {
+		set[ep] = true
+	}
+	if len(set) == 0 {
+		for _, e := range idx.ops {
+			if e.Endpoint != "" {
+				set[e.Endpoint] = true
+			}
+		}
+	}
+	out := make([]string, 0, len(set))
+	for ep := range set {
+		out = append(out, ep)
+	}
+	sort.Strings(out)
+	return out
+}

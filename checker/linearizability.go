@@ -1,0 +1,324 @@
+package checker
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"runtime"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/tenurelabs/tenure/history"
+)
+
+// keyOps is the porcupine history of one lease key.
+type keyOps struct {
+	key      string
+	endpoint string
+	ops      []porcupine.Operation
+}
+
+// endpointOrKey names the key's endpoint, or the key itself when no operation named one.
+func (k *keyOps) endpointOrKey() string {
+	if k.endpoint != "" {
+		return k.endpoint
+	}
+	return k.key
+}
+
+// locateBudget is how long after the search deadline the checker may still spend locating violations in
+// keys already proven non-linearizable.
+const locateBudget = 10 * time.Second
+
+// leaseHistory is the part of a history the linearizability model sees.
+type leaseHistory struct {
+	keys    []keyOps // sorted by key
+	clients []string // client id -> instance; the last id is the backend (wipes)
+	dropped int      // operations left out because they cannot have reached the backend
+	wipes   int      // backend wipes modelled
+	unknown int      // operations with an unknown outcome
+	bySeq   map[int64]*history.Event
+}
+
+// buildLeaseHistory turns the modelled operations (acquire, renew, release, read) into porcupine
+// operations, one partition per key:
+//
+//   - an operation with Unknown set, End == Infinity, or an error that does not prove it had no effect
+//     (timeouts, resets, EOF, anything unrecognised) gets an unknown outcome and Return = MaxInt64;
+//   - an operation whose error proves nothing reached the backend (see noEffect) is dropped;
+//   - "redis: nil" is not an error: it is how a missing key or a refused SET NX reads;
+//   - OpOther and unrecognised kinds are not modelled;
+//   - each fault with Wipes adds, to every key, a wipe that empties it at some instant of the fault
+//     window (the whole rest of the run if the window has no end).
+func buildLeaseHistory(idx *index) leaseHistory {
+	lh := leaseHistory{bySeq: map[int64]*history.Event{}}
+	clientOf := map[string]int{}
+	for _, in := range idx.instances {
+		clientOf[in] = len(lh.clients)
+		lh.clients = append(lh.clients, in)
+	}
+	backend := len(lh.clients)
+	lh.clients = append(lh.clients, "backend")
+
+	byKey := map[string]*keyOps{}
+	for _, e := range idx.ops {
+		op := e.Op
+		switch op.Kind {
+		case history.OpAcquire, history.OpRenew, history.OpRelease, history.OpRead:
+		default:
+			continue
+		}
+		errText := op.Err
+		if isNilReply(errText) {
+			errText = ""
+		}
+		unknown := op.Unknown || e.End == history.Infinity
+		if !unknown && errText != "" {
+			if noEffect(errText) {
+				lh.dropped++
+				continue
+			}
+			unknown = true
+		}
+		in := leaseInput{key: op.Key, kind: op.Kind, owner: op.Owner, ttl: op.TTL, call: int64(e.At), seq: e.Seq}
+		out := leaseOutput{unknown: unknown, ok: op.OK, value: op.Value}
+		if unknown {
+			in.ret = math.MaxInt64
+			lh.unknown++
+		} else {
+			in.ret = int64(max(e.End, e.At))
+		}
+		k := byKey[op.Key]
+		if k == nil {
+			k = &keyOps{key: op.Key}
+			byKey[op.Key] = k
+		}
+		if k.endpoint == "" {
+			k.endpoint = e.Endpoint
+		}
+		k.ops = append(k.ops, porcupine.Operation{ClientId: clientOf[e.Instance], Input: in, Call: in.call,
+			Output: out, Return: in.ret, Metadata: e.Seq})
+		lh.bySeq[e.Seq] = e
+	}
+	for _, f := range idx.faults {
+		if !f.Fault.Wipes {
+			continue
+		}
+		lh.wipes++
+		ret := int64(math.MaxInt64)
+		if f.End >= f.At && f.End != history.Infinity {
+			ret = int64(f.End)
+		}
+		for _, k := range byKey {
+			in := leaseInput{key: k.key, kind: opWipe, call: int64(f.At), ret: ret, seq: f.Seq}
+			k.ops = append(k.ops, porcupine.Operation{ClientId: backend, Input: in, Call: in.call,
+				Output: leaseOutput{}, Return: ret, Metadata: f.Seq})
+		}
+		lh.bySeq[f.Seq] = f
+	}
+	for _, k := range byKey {
+		lh.keys = append(lh.keys, *k)
+	}
+	slices.SortFunc(lh.keys, func(a, b keyOps) int { return cmp.Compare(a.key, b.key) })
+	return lh
+}
+
+// partitionByKey splits a porcupine history into one partition per lease key, in key order.
+func partitionByKey(ops []porcupine.Operation) [][]porcupine.Operation {
+	byKey := map[string][]porcupine.Operation{}
+	for _, op := range ops {
+		k := op.Input.(leaseInput).key
+		byKey[k] = append(byKey[k], op)
+	}
+	keys := make([]string, 0, len(byKey))
+	for k := range byKey {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([][]porcupine.Operation, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, byKey[k])
+	}
+	return out
+}
+
+// noEffect reports whether an error text proves the command never reached the backend (the connection
+// was refused or never made, the client was closed or out of connections) or that the backend rejected
+// it without executing it (an error reply such as ERR, LOADING, NOSCRIPT, BUSY, MISCONF, READONLY,
+// WRONGTYPE, NOAUTH, NOPERM, EXECABORT). Operations with such errors are dropped from the model.
+func noEffect(errText string) bool {
+	for _, s := range []string{"connection refused", "dial tcp", "dial unix", "connect:", "client is closed",
+		"connection pool timeout", "pool timeout"} {
+		if strings.Contains(errText, s) {
+			return true
+		}
+	}
+	for _, p := range []string{"ERR ", "LOADING", "NOSCRIPT", "BUSY", "MISCONF", "READONLY", "WRONGTYPE",
+		"NOAUTH", "NOPERM", "EXECABORT"} {
+		if strings.HasPrefix(errText, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func isNilReply(errText string) bool { return errText == "redis: nil" }
+
+// keyVerdict is porcupine's verdict on one key.
+type keyVerdict struct {
+	key    *keyOps
+	result porcupine.CheckResult
+}
+
+// checkLinearizability checks every key's operations against the lease model. Keys are independent, so
+// each is checked on its own, in parallel, under one overall deadline. A key whose search is cut short by
+// the deadline is Unknown; any key proven non-linearizable makes the invariant Violated.
+func checkLinearizability(idx *index, opts Options) Result {
+	res := Result{Invariant: InvLinearizable}
+	lh := buildLeaseHistory(idx)
+	total := 0
+	for _, k := range lh.keys {
+		total += len(k.ops)
+	}
+	if len(lh.keys) == 0 {
+		res.Outcome = Skipped
+		res.Message = "no acquire, renew, release or read operations were recorded: nothing to model"
+		return res
+	}
+	model := leaseModel()
+	model.Partition = nil
+	deadline := time.Now().Add(opts.LinearizabilityTimeout)
+	verdicts := make([]keyVerdict, len(lh.keys))
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	for range max(1, runtime.GOMAXPROCS(0)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				verdicts[i] = keyVerdict{key: &lh.keys[i], result: porcupine.Unknown}
+				left := time.Until(deadline)
+				if left <= 0 {
+					continue
+				}
+				verdicts[i].result = porcupine.CheckOperationsTimeout(model, lh.keys[i].ops, left)
+			}
+		}()
+	}
+	for i := range lh.keys {
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+
+	var illegal, unknown []*keyOps
+	for _, v := range verdicts {
+		switch v.result {
+		case porcupine.Illegal:
+			illegal = append(illegal, v.key)
+		case porcupine.Unknown:
+			unknown = append(unknown, v.key)
+		}
+	}
+	scope := fmt.Sprintf("%d operations on %d keys (%d with unknown outcome, %d wipes, %d dropped as never sent)",
+		total, len(lh.keys), lh.unknown, lh.wipes, lh.dropped)
+	switch {
+	case len(illegal) > 0:
+		var c collector
+		for i, k := range illegal {
+			if i >= opts.MaxViolations || time.Now().After(deadline.Add(locateBudget)) {
+				c.add(Violation{At: time.Duration(k.ops[0].Call), Endpoint: k.endpointOrKey(),
+					Message: fmt.Sprintf("key %s is not linearizable (not located: too many keys or out of time)", k.key)})
+				continue
+			}
+			c.add(locateIllegal(model, lh, k, deadline))
+		}
+		res.Outcome = Violated
+		res.Violations, res.Truncated = c.capped(opts.MaxViolations)
+		res.Message = fmt.Sprintf("%d of %d keys have no linearization against a lease key with TTL: the backend (or the recording) "+
+			"gave answers no single copy of the key could give; %s", len(illegal), len(lh.keys), scope)
+		if len(unknown) > 0 {
+			res.Message += fmt.Sprintf("; %d more keys undecided within %v", len(unknown), opts.LinearizabilityTimeout)
+		}
+	case len(unknown) > 0:
+		res.Outcome = Unknown
+		res.Message = fmt.Sprintf("checker timed out after %v on %d of %d keys (first %q): the history is neither proven nor refuted; %s",
+			opts.LinearizabilityTimeout, len(unknown), len(lh.keys), unknown[0].key, scope)
+	default:
+		res.Outcome = Pass
+		res.Message = "every key's operations are linearizable against a lease key with TTL: " + scope
+	}
+	return res
+}
+
+// locateIllegal re-runs the search on one non-linearizable key with visualization data and reports the
+// first operation that no linearization could take: the one with the earliest return among those left
+// out of the longest partial linearization.
+func locateIllegal(model porcupine.Model, lh leaseHistory, k *keyOps, deadline time.Time) Violation {
+	v := Violation{Endpoint: k.endpointOrKey(), At: time.Duration(k.ops[0].Call),
+		Message: fmt.Sprintf("key %s is not linearizable", k.key)}
+	left := max(time.Until(deadline), time.Second)
+	_, info := porcupine.CheckOperationsVerbose(model, k.ops, left)
+	parts := info.PartialLinearizationsOperations()
+	if len(parts) == 0 {
+		return v
+	}
+	var longest []porcupine.Operation
+	for _, p := range parts[0] {
+		if len(p) > len(longest) {
+			longest = p
+		}
+	}
+	in := map[int64]bool{}
+	for _, op := range longest {
+		in[op.Input.(leaseInput).seq] = true
+	}
+	var stuck *porcupine.Operation
+	for i := range k.ops {
+		op := &k.ops[i]
+		if in[op.Input.(leaseInput).seq] {
+			continue
+		}
+		if stuck == nil || op.Return < stuck.Return || (op.Return == stuck.Return && op.Call < stuck.Call) {
+			stuck = op
+		}
+	}
+	if stuck == nil {
+		return v
+	}
+	state := model.Init()
+	for _, op := range longest {
+		_, state = model.Step(state, op.Input, op.Output)
+	}
+	sin := stuck.Input.(leaseInput)
+	v.At = time.Duration(stuck.Call)
+	v.Message = fmt.Sprintf("key %s: %s (seq %d, %v..%s) cannot follow the %d operations before it: the key was then %s",
+		k.key, model.DescribeOperation(stuck.Input, stuck.Output), sin.seq, time.Duration(stuck.Call),
+		describeReturn(stuck.Return), len(longest), model.DescribeState(state))
+	insts := map[string]bool{}
+	tail := longest[max(0, len(longest)-3):]
+	for _, op := range append(slices.Clone(tail), *stuck) {
+		seq := op.Input.(leaseInput).seq
+		v.Events = append(v.Events, seq)
+		if e := lh.bySeq[seq]; e != nil && e.Instance != "" {
+			insts[e.Instance] = true
+		}
+	}
+	for in := range insts {
+		v.Instances = append(v.Instances, in)
+	}
+	sort.Strings(v.Instances)
+	return v
+}
+
+func describeReturn(ret int64) string {
+	if ret == math.MaxInt64 {
+		return "no reply"
+	}
+	return time.Duration(ret).String()
+}

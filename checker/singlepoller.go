@@ -1,0 +1,150 @@
+package checker
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/tenurelabs/tenure/history"
+)
+
+// checkSinglePoller judges SC-001 per endpoint (per role for elections) over the polls that reached the
+// resource:
+//
+//   - overlap: two polls by different instances whose [At, End] intervals overlap; intervals that only
+//     touch (one ends exactly when the next starts) do not overlap;
+//   - zombie: a poll by an instance after a different instance with a newer holding has already polled.
+//     A holding is newer when its fencing token is higher (both tokens non-zero); without tokens, when it
+//     began later, a holding beginning at the instance's latest "held" belief before the poll or, without
+//     beliefs, at the first of its uninterrupted run of polls.
+//
+// Polls refused by fencing never reached the resource: they are listed with ReachedResource=false for the
+// reader, counted in the message, and never make the invariant fail. Each offending poll is listed once.
+func checkSinglePoller(idx *index, opts Options) Result {
+	var bad, refused collector
+	zombies := 0
+	for _, ep := range idx.pollEndpoints() {
+		polls := idx.polls[ep]
+		starts := holdingStarts(idx, ep, polls)
+		var active []*history.Event           // reached polls that may still be running
+		newest := map[string]*history.Event{} // per instance, its reached poll with the newest holding
+		for _, p := range polls {
+			if !reached(p) {
+				v := Violation{At: p.At, Endpoint: ep, Instances: []string{p.Instance}, Events: []int64{p.Seq},
+					Message: fmt.Sprintf("stale poll by %s with token %d refused (resource had seen token %d)",
+						p.Instance, p.Poll.Token, p.Poll.MaxToken)}
+				refused.add(v)
+				continue
+			}
+			kept := active[:0]
+			for _, a := range active {
+				if pollEnd(a) > p.At {
+					kept = append(kept, a)
+				}
+			}
+			active = kept
+
+			var v *Violation
+			for _, a := range active {
+				if a.Instance != p.Instance && pollEnd(a) > p.At && a.At < pollEnd(p) {
+					v = &Violation{At: p.At, Endpoint: ep, Instances: []string{a.Instance, p.Instance},
+						Events: []int64{a.Seq, p.Seq}, ReachedResource: true,
+						Message: fmt.Sprintf("%s polled %s at %v while %s was still polling it (since %v, until %v)",
+							p.Instance, ep, p.At, a.Instance, a.At, pollEnd(a))}
+					break
+				}
+			}
+			zombie := false
+			if v == nil {
+				for _, in := range idx.instances {
+					q := newest[in]
+					if q != nil && in != p.Instance && newerHolding(q, starts[q], p, starts[p]) {
+						v = &Violation{At: p.At, Endpoint: ep, Instances: []string{q.Instance, p.Instance},
+							Events: []int64{q.Seq, p.Seq}, ReachedResource: true,
+							Message: fmt.Sprintf("zombie poll: %s polled %s at %v (%s) after newer holder %s had polled at %v (%s)",
+								p.Instance, ep, p.At, holdingDesc(p, starts[p]), q.Instance, q.At, holdingDesc(q, starts[q]))}
+						zombie = true
+						break
+					}
+				}
+			}
+			if v != nil {
+				bad.add(*v)
+				if zombie {
+					zombies++
+				}
+			}
+			if q, ok := newest[p.Instance]; !ok || newerHolding(p, starts[p], q, starts[q]) {
+				newest[p.Instance] = p
+			}
+			active = append(active, p)
+		}
+	}
+
+	nRefused := len(refused.list)
+	refusedNote := ""
+	if nRefused > 0 {
+		refusedNote = fmt.Sprintf("; %d stale polls refused by fencing (safe)", nRefused)
+	}
+	var res Result
+	if len(bad.list) == 0 {
+		res = Result{Invariant: InvSinglePoller, Outcome: Pass,
+			Message: "no endpoint was polled by two holders at once, and no holder polled after a newer one" + refusedNote}
+	} else {
+		res = Result{Invariant: InvSinglePoller, Outcome: Violated,
+			Message: fmt.Sprintf("%d polls reached the resource while another instance held the endpoint: %d overlapping another instance's poll, %d zombie polls after a newer holder%s; see the violations for the polls involved",
+				len(bad.list), len(bad.list)-zombies, zombies, refusedNote)}
+	}
+	v, extra := bad.capped(opts.MaxViolations)
+	r, extraR := refused.capped(opts.MaxViolations)
+	res.Violations = append(append([]Violation(nil), v...), r...)
+	res.Truncated = extra + extraR
+	return res
+}
+
+// holdingStarts returns, for each poll of ep that reached the resource, the time its holding began: the
+// latest "held" belief of the polling instance at or before the poll, or else the first poll of its
+// uninterrupted run of polls.
+func holdingStarts(idx *index, ep string, polls []*history.Event) map[*history.Event]time.Duration {
+	out := make(map[*history.Event]time.Duration, len(polls))
+	beliefs := idx.beliefs[ep]
+	lastHeld := map[string]time.Duration{} // instance -> time of latest held belief seen so far
+	runStart := map[string]time.Duration{}
+	prevInst := ""
+	bi := 0
+	for _, p := range polls {
+		for bi < len(beliefs) && beliefs[bi].At <= p.At {
+			if b := beliefs[bi]; b.Belief.Held {
+				lastHeld[b.Instance] = b.At
+			}
+			bi++
+		}
+		if !reached(p) {
+			continue
+		}
+		if p.Instance != prevInst {
+			runStart[p.Instance] = p.At
+			prevInst = p.Instance
+		}
+		if t, ok := lastHeld[p.Instance]; ok {
+			out[p] = t
+		} else {
+			out[p] = runStart[p.Instance]
+		}
+	}
+	return out
+}
+
+// newerHolding reports whether poll q was made under a newer holding than poll p.
+func newerHolding(q *history.Event, qStart time.Duration, p *history.Event, pStart time.Duration) bool {
+	if q.Poll.Token > 0 && p.Poll.Token > 0 {
+		return q.Poll.Token > p.Poll.Token
+	}
+	return qStart > pStart
+}
+
+func holdingDesc(p *history.Event, start time.Duration) string {
+	if p.Poll.Token > 0 {
+		return fmt.Sprintf("token %d", p.Poll.Token)
+	}
+	return fmt.Sprintf("holding since %v", start)
+}

@@ -1,0 +1,198 @@
+package reports
+
+import (
+	_ "embed"
+	"fmt"
+	"html/template"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/tenurelabs/tenure/checker"
+)
+
+//go:embed report.tmpl
+var reportTmplText string
+
+//go:embed style.css
+var styleCSS string
+
+var reportTmpl = template.Must(template.New("report").Parse(reportTmplText))
+
+// kv is one labelled value.
+type kv struct{ K, V string }
+
+type legendItem struct {
+	ID, Short string
+	Color     template.CSS
+}
+
+type resultRow struct {
+	Invariant, Status, Class, Message string
+	Violations, Truncated             int
+	Took                              string
+}
+
+type groupRow struct {
+	FaultID, Fault, Targets, At   string
+	Affected, Polled, Over, Never int
+	P50, P99, Max, Bound, Class   string
+}
+
+type foRow struct {
+	FaultID, Fault, Endpoint, From, To, FaultAt, PolledAt, Latency, Bound, Class string
+}
+
+type faultRow struct{ ID, Name, Targets, From, To, Params string }
+
+type violView struct {
+	ID, Invariant, Status, Class, At, Endpoint, Instances, Message, Reached string
+	Zoom                                                                    template.HTML
+	Rows                                                                    []excerptRow
+	Excerpted                                                               bool
+}
+
+type fileLink struct{ Name, What string }
+
+// runPage is everything report.tmpl shows.
+type runPage struct {
+	CSS                                                     template.CSS
+	Scenario, Suite, System, Verdict, VerdictClass, Command string
+	Interrupted, LinOK, Compact                             bool
+	Params                                                  []kv
+	Results                                                 []resultRow
+	Legend                                                  []legendItem
+	Faults                                                  []faultRow
+	Overview, Detail, Balance, Ops                          template.HTML
+	DetailNote, TimelineNote, FailoverHeadline, BalanceNote string
+	ExpectedNote                                            string
+	Groups                                                  []groupRow
+	Failovers                                               []foRow
+	Violations                                              []violView
+	Truncated, Unzoomed                                     int
+	Files                                                   []fileLink
+}
+
+// renderRunHTML writes report.html.
+func renderRunHTML(w io.Writer, m *model, linOK bool) error {
+	p := runPage{
+		CSS:      template.CSS(styleCSS),
+		Scenario: m.meta.Scenario, Suite: m.meta.Suite, System: m.meta.System,
+		Command: m.meta.Command, Interrupted: m.meta.Interrupted, LinOK: linOK,
+		Params: params(m), Truncated: m.truncated(),
+	}
+	if len(m.expected) > 0 {
+		p.ExpectedNote = "expected to violate " + strings.Join(m.expected, ", ")
+	}
+	p.Verdict, p.VerdictClass = "FAILED", "violated"
+	if m.passed {
+		p.Verdict, p.VerdictClass = "PASSED", "pass"
+	}
+	for _, r := range m.results {
+		p.Results = append(p.Results, resultRow{
+			Invariant: r.res.Invariant, Status: r.st.label(), Class: r.st.class(), Message: r.res.Message,
+			Violations: len(r.res.Violations) + r.res.Truncated, Truncated: r.res.Truncated, Took: fmtDur(r.res.Duration),
+		})
+	}
+	for _, in := range m.insts {
+		p.Legend = append(p.Legend, legendItem{ID: in.id, Short: in.short, Color: template.CSS(in.color)})
+	}
+	for _, f := range m.faults {
+		p.Faults = append(p.Faults, faultRow{ID: f.id, Name: f.name, Targets: targetsText(f.targets),
+			From: fmtAt(f.at), To: fmtAt(f.end), Params: f.params})
+	}
+	p.Overview, p.Compact = template.HTML(renderOverview(m)), len(m.eps) > smallFleetEndpoints
+	if m.derived {
+		p.TimelineNote = "Some endpoints had no ownership beliefs recorded; their holdings are derived from polls."
+	}
+	if len(m.eps) > smallFleetEndpoints {
+		eps, omitted := m.detailEndpoints(maxDetailEndpoints)
+		if len(eps) > 0 {
+			p.Detail = template.HTML(renderDetail(m, eps))
+		}
+		if omitted > 0 {
+			p.DetailNote = fmt.Sprintf("%d more endpoints with violations or takeovers are not drawn in detail; the tables list them all.", omitted)
+		}
+	}
+	p.Groups, p.Failovers, p.FailoverHeadline = failoverRows(m)
+	p.Balance = template.HTML(renderBalance(m))
+	if len(m.rep.Balance) > 0 {
+		p.BalanceNote = balanceSummary(m)
+	}
+	p.Ops = template.HTML(renderOps(m))
+	for _, v := range m.viols {
+		vv := violView{
+			ID: v.id(), Invariant: v.invariant, Status: v.st.label(), Class: v.st.class(), At: fmtAt(v.v.At),
+			Endpoint: v.v.Endpoint, Instances: strings.Join(v.v.Instances, ", "), Message: v.v.Message,
+		}
+		if v.n <= maxExcerpts {
+			vv.Rows, vv.Excerpted = m.excerpt(v), true
+		}
+		if v.invariant == checker.InvSinglePoller {
+			vv.Reached = "refused by fencing (safe)"
+			if v.v.ReachedResource {
+				vv.Reached = "reached the resource"
+			}
+		}
+		if v.n <= maxZooms && v.n <= maxExcerpts {
+			vv.Zoom = template.HTML(renderZoom(m, v))
+		} else {
+			p.Unzoomed++
+		}
+		p.Violations = append(p.Violations, vv)
+	}
+	p.Files = runFiles(linOK)
+	return reportTmpl.Execute(w, p)
+}
+
+// params lists the scenario's parameters.
+func params(m *model) []kv {
+	mt := m.meta
+	out := []kv{
+		{"scenario", mt.Scenario}, {"system", mt.System}, {"kind", mt.Kind}, {"backend", mt.Backend},
+		{"seed", fmt.Sprint(mt.Seed)}, {"time scale", fmt.Sprint(mt.TimeScale)},
+		{"instances × endpoints", fmt.Sprintf("%d × %d", mt.Instances, mt.Endpoints)},
+		{"lease TTL", fmtDur(mt.LeaseTTL)}, {"failover bound", fmtDur(mt.FailoverBound)},
+		{"poll interval", fmtDur(mt.PollInterval)}, {"fencing", fmt.Sprint(mt.Fencing)},
+		{"duration", fmtDur(m.dur)},
+		{"events", fmt.Sprintf("%d (%d operations, %d polls, %d refused)", len(m.ev), m.rep.Ops, m.rep.Polls, m.rep.Refused)},
+	}
+	if mt.Suite != "" {
+		out = append(out, kv{"suite", mt.Suite})
+	}
+	if len(m.expected) > 0 {
+		out = append(out, kv{"expected violations", strings.Join(m.expected, ", ")})
+	}
+	if !mt.StartedAt.IsZero() {
+		out = append(out, kv{"started", mt.StartedAt.UTC().Format(time.RFC3339)})
+	}
+	if len(mt.Steady) > 0 {
+		var ws []string
+		for _, w := range mt.Steady {
+			ws = append(ws, fmtDur(w.From)+"–"+fmtDur(w.To))
+		}
+		out = append(out, kv{"steady windows", strings.Join(ws, ", ")})
+	}
+	return out
+}
+
+func targetsText(ts []string) string {
+	if len(ts) == 0 {
+		return "backend / all"
+	}
+	return strings.Join(ts, ", ")
+}
+
+// runFiles lists the files of a run's directory.
+func runFiles(linOK bool) []fileLink {
+	fs := []fileLink{
+		{FileSummary, "Markdown summary for a pull request"},
+		{FileResult, "machine-readable verdict (schema in SCHEMA.md)"},
+		{FileJUnit, "JUnit XML, one test case per invariant"},
+		{FileHistory, "full recorded history; re-check with simrun report DIR"},
+	}
+	if linOK {
+		fs = append([]fileLink{{FileLinearizability, "linearizability checker's visualization"}}, fs...)
+	}
+	return fs
+}

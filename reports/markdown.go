@@ -1,0 +1,77 @@
+package reports
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Markdown limits, to fit a pull-request comment.
+const (
+	mdMaxFaultRows  = 10
+	mdMaxViolations = 5
+)
+
+// mdCell makes text safe inside a Markdown table cell.
+func mdCell(s string, n int) string {
+	s = oneLine(s, n)
+	s = strings.ReplaceAll(s, `\`, `\\`)
+	s = strings.ReplaceAll(s, "|", `\|`)
+	return strings.ReplaceAll(s, "`", "'")
+}
+
+// renderRunMarkdown writes summary.md: the verdict, a table of invariants, the key failover figures,
+// the first violations and the replay command.
+func renderRunMarkdown(w io.Writer, m *model) error {
+	var b strings.Builder
+	mt := m.meta
+	icon, verdict := "❌", "FAILED"
+	if m.passed {
+		icon, verdict = "✅", "passed"
+	}
+	fmt.Fprintf(&b, "### %s %s: %s\n\n", icon, mdCell(mt.Scenario, 80), verdict)
+	fmt.Fprintf(&b, "system `%s` · seed `%d` · %d instances × %d endpoints · %s at time scale %v · %s\n\n",
+		mdCell(mt.System, 60), mt.Seed, mt.Instances, mt.Endpoints, fmtDur(m.dur), mt.TimeScale, mdCell(mt.Backend, 60))
+	if mt.Interrupted {
+		b.WriteString("> **Interrupted:** the history is partial.\n\n")
+	}
+	b.WriteString("| invariant | verdict | violations | reason |\n|---|---|---:|---|\n")
+	for _, r := range m.results {
+		fmt.Fprintf(&b, "| %s | %s %s | %d | %s |\n", r.res.Invariant, r.st.icon(), r.st.label(),
+			len(r.res.Violations)+r.res.Truncated, mdCell(r.res.Message, 160))
+	}
+	b.WriteString("\n")
+	if h := failoverHeadline(m); h != "" {
+		fmt.Fprintf(&b, "**Failover:** %s\n\n", h)
+		b.WriteString("| fault | targets | endpoints | p50 | p99 | max | bound | over bound |\n|---|---|---:|---:|---:|---:|---:|---:|\n")
+		for i, g := range m.groups {
+			if i == mdMaxFaultRows {
+				fmt.Fprintf(&b, "| … %d more faults | | | | | | | |\n", len(m.groups)-i)
+				break
+			}
+			fmt.Fprintf(&b, "| %s %s | %s | %d | %s | %s | %s | %s | %d |\n", mdCell(g.faultID, 20), mdCell(g.fault, 30),
+				mdCell(targetsText(g.targets), 60), len(g.items), fmtDur(g.p50), fmtDur(g.p99), fmtDur(g.max), fmtDur(g.bound), g.over+g.never)
+		}
+		b.WriteString("\n")
+	}
+	if len(m.viols) > 0 {
+		b.WriteString("**Violations:**\n\n")
+		for i, v := range m.viols {
+			if i == mdMaxViolations {
+				fmt.Fprintf(&b, "- … %d more in report.html\n", len(m.viols)-i)
+				break
+			}
+			fmt.Fprintf(&b, "- %s\n", mdCell(violTip(v), 240))
+		}
+		if t := m.truncated(); t > 0 {
+			fmt.Fprintf(&b, "- (%d more counted, not listed)\n", t)
+		}
+		b.WriteString("\n")
+	}
+	if mt.Command != "" {
+		fmt.Fprintf(&b, "Replay:\n\n```sh\n%s\n```\n\n", mt.Command)
+	}
+	b.WriteString("Full report: `report.html`; verdict for machines: `result.json`; history: `history.jsonl`.\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}

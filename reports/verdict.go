@@ -1,0 +1,117 @@
+package reports
+
+import (
+	"slices"
+
+	"github.com/tenurelabs/tenure/checker"
+)
+
+// status is an invariant's verdict after the scenario's expectations are applied.
+type status int
+
+const (
+	stPass     status = iota // held
+	stSkipped                // not applicable, or its assumptions failed
+	stExpected               // violated, as the scenario expected
+	stViolated               // violated, unexpectedly
+	stMissed                 // expected to be violated, but was not: the checker missed it
+	stUnknown                // could not be decided (checker timeout, incomplete history)
+)
+
+// ok reports whether the status lets the run pass.
+func (s status) ok() bool { return s == stPass || s == stSkipped || s == stExpected }
+
+// label is the status for a person.
+func (s status) label() string {
+	switch s {
+	case stPass:
+		return "pass"
+	case stSkipped:
+		return "skipped"
+	case stExpected:
+		return "violated (expected)"
+	case stViolated:
+		return "violated"
+	case stMissed:
+		return "not violated (expected to be)"
+	default:
+		return "unknown"
+	}
+}
+
+// class is the status's CSS class.
+func (s status) class() string {
+	switch s {
+	case stPass:
+		return "pass"
+	case stSkipped:
+		return "skipped"
+	case stExpected:
+		return "expected"
+	case stViolated, stMissed:
+		return "violated"
+	default:
+		return "unknown"
+	}
+}
+
+// icon is a one-character marker for Markdown.
+func (s status) icon() string {
+	switch s {
+	case stPass, stExpected:
+		return "✅"
+	case stSkipped:
+		return "⏭️"
+	case stViolated, stMissed:
+		return "❌"
+	default:
+		return "❓"
+	}
+}
+
+// statusOf applies expectations to one result.
+func statusOf(res checker.Result, expected []string) status {
+	exp := slices.Contains(expected, res.Invariant)
+	switch res.Outcome {
+	case checker.Pass:
+		if exp {
+			return stMissed
+		}
+		return stPass
+	case checker.Violated:
+		if exp {
+			return stExpected
+		}
+		return stViolated
+	case checker.Skipped:
+		if exp {
+			return stMissed
+		}
+		return stSkipped
+	default:
+		return stUnknown
+	}
+}
+
+// Judge reports whether a run passes given the invariants its scenario expects to be violated: every
+// expected invariant must be reported violated, and every other one must pass or be skipped. An unknown
+// verdict never passes. Callers may compute Run.Passed with it.
+func Judge(rep checker.Report, expected []string) bool {
+	for _, inv := range expected {
+		found := false
+		for _, res := range rep.Results {
+			if res.Invariant == inv {
+				found = true
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	for _, res := range rep.Results {
+		if !statusOf(res, expected).ok() {
+			return false
+		}
+	}
+	return true
+}
