@@ -3,9 +3,13 @@ package sim
 import (
 	"context"
 	"errors"
+	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
+	"strconv"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/tenurelabs/tenure/election"
 	"github.com/tenurelabs/tenure/history"
@@ -32,6 +36,55 @@ func (e Election) Name() string {
 	}
 	return "election-redis"
 }
+
+// Classify implements OpClassifier for the Redis backend's scripts (see election.ScriptNames), so the
+// leader key is checked for linearizability like a lease key. A refused renew or release is not
+// modelled: the scripts also compare the term, which the model does not track, so a refusal can be
+// right where the model would expect success.
+func (e Election) Classify(args []any, reply any, err error) (history.Op, bool) {
+	if e.Postgres || len(args) < 6 {
+		return history.Op{}, false
+	}
+	if strings.ToLower(fmt.Sprint(args[0])) != "evalsha" {
+		return history.Op{}, false
+	}
+	kind := electionScripts[strings.ToLower(fmt.Sprint(args[1]))]
+	nkeys, convErr := strconv.Atoi(fmt.Sprint(args[2]))
+	if kind == "" || convErr != nil || len(args) < 3+nkeys+2 {
+		return history.Op{}, false
+	}
+	argv := args[3+nkeys:]
+	op := history.Op{Key: fmt.Sprint(args[3]), Owner: fmt.Sprint(argv[0])}
+	ms := func(v any) time.Duration {
+		n, _ := strconv.ParseInt(fmt.Sprint(v), 10, 64)
+		return time.Duration(n) * time.Millisecond
+	}
+	n, _ := reply.(int64)
+	switch kind {
+	case "acquire":
+		op.Kind, op.TTL = history.OpAcquire, ms(argv[1])
+		if r, ok := reply.([]any); ok && len(r) == 2 {
+			granted, _ := r[0].(int64)
+			op.OK = granted == 1
+			if holder, _ := r[1].(string); granted == 0 && holder == "" {
+				op.Kind = history.OpOther // the fresh-dataset guard refused: not a lease-model answer
+			}
+		}
+	case "renew":
+		if len(argv) < 3 {
+			return history.Op{}, false
+		}
+		op.Kind, op.TTL, op.OK = history.OpRenew, ms(argv[2]), n == 1
+	case "release":
+		op.Kind, op.OK = history.OpRelease, n == 1
+	}
+	if (kind == "renew" || kind == "release") && err == nil && !op.OK {
+		op.Kind = history.OpOther
+	}
+	return op, true
+}
+
+var electionScripts = election.ScriptNames()
 
 // Kind tells the harness to record an election history.
 func (Election) Kind() string { return "election" }

@@ -133,8 +133,14 @@ func keyOf(args []any) string {
 	return fmt.Sprint(args[1])
 }
 
-// endpointOf extracts the endpoint from a lease key "<prefix>lease:<endpoint>" (tolerating a hash tag).
+// endpointOf extracts the endpoint from a lease key "<prefix>lease:<endpoint>" (tolerating a hash tag),
+// or the role from an election key "<prefix>{<role>}:leader".
 func endpointOf(key string) string {
+	if strings.HasSuffix(key, "}:leader") {
+		if i := strings.LastIndex(key, "{"); i >= 0 {
+			return key[i+1 : len(key)-len("}:leader")]
+		}
+	}
 	i := strings.LastIndex(key, "lease:")
 	if i < 0 {
 		return ""

@@ -3,7 +3,6 @@ package sim
 import (
 	"context"
 	"fmt"
-	"math/rand"
 	"net"
 	"net/url"
 	"os"
@@ -22,7 +21,7 @@ type pgTarget struct {
 	table string
 }
 
-func openPostgres(ctx context.Context, raw string, rng *rand.Rand) (*pgTarget, error) {
+func openPostgres(ctx context.Context, raw string, runID string) (*pgTarget, error) {
 	if raw == "" {
 		raw = os.Getenv("TENURE_PG_URL")
 	}
@@ -44,7 +43,7 @@ func openPostgres(ctx context.Context, raw string, rng *rand.Rand) (*pgTarget, e
 		return nil, fmt.Errorf("sim: PostgreSQL at %s does not answer (%v): start it or set --postgres / TENURE_PG_URL", u.Host, err)
 	}
 	_ = conn.Close(cctx)
-	return &pgTarget{url: u, addr: net.JoinHostPort(host, port), table: fmt.Sprintf("tenure_sim_%08x", rng.Uint32())}, nil
+	return &pgTarget{url: u, addr: net.JoinHostPort(host, port), table: "tenure_sim_" + runID}, nil
 }
 
 // urlVia returns the connection string with its host replaced by addr (an instance's proxy).

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"log/slog"
 	"math/rand"
+	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -167,9 +170,13 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	defer func() { err = errors.Join(err, proxies.Close()) }()
 
 	rng := rand.New(rand.NewSource(o.Seed))
+	// The run's name for what it creates on shared servers (key namespace, PostgreSQL table). It must be
+	// unique among runs that may share a server at the same time, so it is not drawn from the seed: two
+	// runs with one seed would collide. It influences no behaviour.
+	runID := uniqueRunID(sc.Name, o.Seed)
 	ns := ""
 	if backend.Shared() {
-		ns = fmt.Sprintf("tenure-%08x:", rng.Uint32())
+		ns = "tenure-" + runID + ":"
 	}
 	admin := redis.NewClient(&redis.Options{Addr: backend.Addr(), MaxRetries: 3, ContextTimeoutEnabled: true})
 	defer admin.Close()
@@ -198,7 +205,7 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 		kind = k.Kind()
 	}
 	if pu, ok := o.System.(PostgresUser); ok && pu.UsesPostgres() {
-		pg, perr := openPostgres(ctx, o.Postgres, rng)
+		pg, perr := openPostgres(ctx, o.Postgres, runID)
 		if perr != nil {
 			return res, perr
 		}
@@ -317,6 +324,15 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	}
 	return res, nil
 }
+
+// uniqueRunID names a run's private objects on shared servers.
+func uniqueRunID(scenario string, seed int64) string {
+	h := fnv.New32a()
+	fmt.Fprintf(h, "%s/%d/%d/%d/%d", scenario, seed, os.Getpid(), time.Now().UnixNano(), runCounter.Add(1))
+	return fmt.Sprintf("%08x", h.Sum32())
+}
+
+var runCounter atomic.Int64
 
 func failoverBound(sc Scenario, t Timing, scale float64) time.Duration {
 	if sc.FailoverBound > 0 {

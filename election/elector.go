@@ -1,0 +1,461 @@
+package election
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/tenurelabs/tenure/clock"
+)
+
+// Elector contends for one role on a Backend and, when it wins, keeps the leadership until Stop, until
+// the context given to Start ends, or until it can no longer prove it holds the role. Several roles in
+// one process means several Electors (they may share a Backend).
+type Elector struct {
+	b   Backend
+	cfg Config
+	log *slog.Logger
+	m   *metrics
+
+	events chan Event
+
+	mu      sync.Mutex
+	state   State
+	term    uint64
+	leader  string
+	cur     *leadership // non-nil while leading
+	started bool
+	stopCh  chan struct{} // closed by Stop
+	done    chan struct{} // closed when the run loop has returned
+}
+
+// leadership is one term of this elector: its context and the in-flight work counted against it.
+type leadership struct {
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
+	term    uint64
+	since   time.Time
+	keeper  *keeper
+	mu      sync.Mutex
+	n       int           // in-flight work
+	closing bool          // no new work may join
+	idle    chan struct{} // closed when closing and n == 0
+}
+
+// New builds an elector for cfg.Role on b. It validates cfg and fills InstanceID when empty; it does not
+// touch the backend (Start does).
+func New(b Backend, cfg Config) (*Elector, error) {
+	if b == nil {
+		return nil, fmt.Errorf("%w: backend must not be nil", ErrInvalidConfig)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	m, err := newMetrics(cfg.Registerer, cfg.Role)
+	if err != nil {
+		return nil, fmt.Errorf("election: register metrics for role %q: %w", cfg.Role, err)
+	}
+	return &Elector{
+		b: b, cfg: cfg, m: m,
+		log:    cfg.Logger.With("role", cfg.Role, "instance", cfg.InstanceID),
+		events: make(chan Event, 64),
+		stopCh: make(chan struct{}),
+		done:   make(chan struct{}),
+	}, nil
+}
+
+// ID returns this elector's instance ID.
+func (e *Elector) ID() string { return e.cfg.InstanceID }
+
+// Role returns the role this elector contends for.
+func (e *Elector) Role() string { return e.cfg.Role }
+
+// Start checks that the backend answers, then contends in the background and returns. Contending goes
+// on until Stop or until ctx ends. An Elector runs once: a second Start returns ErrAlreadyStarted.
+//
+// Cancelling ctx models a crash: the leader context is cancelled and nothing is released. On Redis the
+// holding expires within TTL. On PostgreSQL the lock lives as long as the role's session: a process that
+// really dies closes it at once; one that lives on keeps it until the backend is closed or the server
+// ends the idle session (see PostgresBackend).
+func (e *Elector) Start(ctx context.Context) error {
+	e.mu.Lock()
+	if e.started {
+		e.mu.Unlock()
+		return ErrAlreadyStarted
+	}
+	e.started = true
+	e.mu.Unlock()
+
+	pctx, cancel := context.WithTimeout(ctx, e.cfg.OpTimeout)
+	_, err := e.b.Leader(pctx, e.cfg.Role)
+	cancel()
+	if err != nil {
+		close(e.done)
+		return fmt.Errorf("%w: role %q: %w", ErrBackendUnavailable, e.cfg.Role, err)
+	}
+	go e.run(ctx)
+	return nil
+}
+
+// Stop ends the election gracefully: when leading, it cancels the leader context, waits for in-flight
+// work (at most HandoffTimeout), releases the role so a standby takes over at once, and calls
+// OnStoppedLeading. It returns when the elector has stopped or ctx ends.
+func (e *Elector) Stop(ctx context.Context) error {
+	e.mu.Lock()
+	if !e.started {
+		e.mu.Unlock()
+		return ErrNotStarted
+	}
+	select {
+	case <-e.stopCh:
+	default:
+		close(e.stopCh)
+	}
+	e.mu.Unlock()
+	select {
+	case <-e.done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("election: stop role %q: %w", e.cfg.Role, ctx.Err())
+	}
+}
+
+// Done is closed when the elector has stopped (after Stop, or after Start's context ended).
+func (e *Elector) Done() <-chan struct{} { return e.done }
+
+// IsLeader reports whether this elector leads now: acquired, and the local deadline not passed. It
+// checks the deadline itself, so it turns false at the deadline even before the elector's goroutine has
+// noticed.
+func (e *Elector) IsLeader() bool {
+	e.mu.Lock()
+	l := e.cur
+	e.mu.Unlock()
+	return l != nil && l.keeper.valid(e.cfg.Clock.Now())
+}
+
+// Leader returns the instance ID of the last observed leader (this one's while leading), or "".
+func (e *Elector) Leader() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.leader
+}
+
+// State returns the elector's current state.
+func (e *Elector) State() State {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.state
+}
+
+// Term returns the term of the current leadership, or of the last one if not leading (0 if none).
+func (e *Elector) Term() uint64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.term
+}
+
+// Events returns the elector's event stream. Events are dropped when the buffer (64) is full: State,
+// IsLeader and Term always give the latest truth.
+func (e *Elector) Events() <-chan Event { return e.events }
+
+func (e *Elector) emit(ev Event) {
+	ev.Role = e.cfg.Role
+	ev.Time = e.cfg.Clock.Now()
+	select {
+	case e.events <- ev:
+	default:
+	}
+}
+
+// setState moves to s, emitting StateChanged when it differs. Callers hold e.mu.
+func (e *Elector) setStateLocked(s State) {
+	if e.state == s {
+		return
+	}
+	prev := e.state
+	e.state = s
+	e.emit(Event{Type: StateChanged, State: s, Prev: prev})
+}
+
+func (e *Elector) setState(s State) {
+	e.mu.Lock()
+	e.setStateLocked(s)
+	e.mu.Unlock()
+}
+
+// observe records id as the current leader and calls OnNewLeader when it changed.
+func (e *Elector) observe(id string) {
+	e.mu.Lock()
+	changed := id != "" && id != e.leader
+	if changed {
+		e.leader = id
+	}
+	e.mu.Unlock()
+	if changed {
+		e.log.Info("election new leader observed", "leader", id)
+		if e.cfg.OnNewLeader != nil {
+			e.cfg.OnNewLeader(id)
+		}
+	}
+}
+
+func (e *Elector) stopping() bool {
+	select {
+	case <-e.stopCh:
+		return true
+	default:
+		return false
+	}
+}
+
+// wait blocks for d on the elector's clock, until a release hint arrives, or until stop or ctx. A
+// closed hint channel is set to nil, so a dead subscription degrades to plain retries.
+func (e *Elector) wait(ctx context.Context, d time.Duration, hint *<-chan struct{}) {
+	t := e.cfg.Clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C():
+	case _, ok := <-*hint:
+		if !ok {
+			*hint = nil
+		}
+	case <-e.stopCh:
+	case <-ctx.Done():
+	}
+}
+
+func (e *Elector) run(ctx context.Context) {
+	defer close(e.done)
+	defer e.setState(Follower)
+
+	if e.cfg.StartJitter > 0 {
+		j := time.Duration(e.cfg.Rand.Int64N(int64(e.cfg.StartJitter) + 1))
+		var none <-chan struct{}
+		e.wait(ctx, j, &none)
+	}
+	var hint <-chan struct{}
+	if n, ok := e.b.(Notifier); ok {
+		sctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go func() { <-e.stopCh; cancel() }()
+		h, err := n.Subscribe(sctx, e.cfg.Role)
+		if err != nil {
+			e.log.Warn("election release notifications unavailable; relying on RetryInterval", "err", err)
+		} else {
+			hint = h
+		}
+	}
+
+	var lastTerm uint64
+	reissued := false // a stale holding was just released to get a new term
+	for ctx.Err() == nil && !e.stopping() {
+		sent := e.cfg.Clock.Now()
+		actx, cancel := context.WithTimeout(ctx, e.cfg.OpTimeout)
+		term, ok, err := e.b.TryAcquire(actx, e.cfg.Role, e.cfg.InstanceID, e.cfg.TTL)
+		cancel()
+		switch {
+		case err != nil:
+			if ctx.Err() != nil {
+				return
+			}
+			e.log.Warn("election attempt failed", "err", err)
+			e.setState(Candidate)
+			e.emit(Event{Type: ElectionFailed, State: Candidate, Err: err})
+			e.wait(ctx, e.cfg.RetryInterval, &hint)
+			continue
+		case ok && term <= lastTerm:
+			// Our previous holding is still on the backend (its loss was not confirmed there). A new
+			// leadership needs a new term: give the old one up and contend again.
+			if reissued || !e.release(term) {
+				if reissued {
+					e.log.Warn("election backend granted a term not above the previous one", "term", term, "previous", lastTerm)
+				}
+				reissued = false
+				e.wait(ctx, e.cfg.RetryInterval, &hint)
+				continue
+			}
+			reissued = true
+			continue
+		case ok && (e.stopping() || ctx.Err() != nil):
+			if ctx.Err() == nil {
+				e.release(term)
+			}
+			return
+		case ok && !e.cfg.deadline(sent).After(e.cfg.Clock.Now().Add(e.cfg.OpTimeout)):
+			e.log.Warn("election acquired too late to use; giving it up", "term", term)
+			e.release(term)
+			continue
+		case ok:
+			lastTerm, reissued = term, false
+			if end := e.lead(ctx, sent, term); end != nil {
+				return
+			}
+			e.wait(ctx, e.cfg.RetryInterval, &hint)
+			continue
+		}
+		// Not acquired: see who leads.
+		lctx, cancel := context.WithTimeout(ctx, e.cfg.OpTimeout)
+		info, err := e.b.Leader(lctx, e.cfg.Role)
+		cancel()
+		if err == nil && info.ID != "" && info.ID != e.cfg.InstanceID {
+			e.observe(info.ID)
+			e.setState(Follower)
+		} else {
+			e.setState(Candidate)
+		}
+		e.wait(ctx, e.cfg.RetryInterval, &hint)
+	}
+}
+
+// release gives term up, bounded by OpTimeout, logs the outcome and reports whether it succeeded.
+func (e *Elector) release(term uint64) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.OpTimeout)
+	defer cancel()
+	if err := e.b.Release(ctx, e.cfg.Role, e.cfg.InstanceID, term); err != nil {
+		if errors.Is(err, ErrNotHeld) {
+			e.log.Info("election release found nothing to release", "term", term, "err", err)
+		} else {
+			e.log.Warn("election release failed", "term", term, "err", err)
+		}
+		return false
+	}
+	e.log.Info("election released", "term", term)
+	return true
+}
+
+// lead holds the leadership with term until it ends. It returns a non-nil error when the elector must
+// stop (graceful stop or crash) and nil when the leadership was lost and contending goes on.
+func (e *Elector) lead(ctx context.Context, sent time.Time, term uint64) error {
+	lctx, cancel := context.WithCancelCause(ctx)
+	l := &leadership{ctx: lctx, cancel: cancel, term: term, since: e.cfg.Clock.Now(), idle: make(chan struct{})}
+	k := startKeeper(e.b, &e.cfg, term, sent, cancel)
+	l.keeper = k
+
+	e.mu.Lock()
+	prevLeader := e.leader
+	e.cur, e.term = l, term
+	e.setStateLocked(Leader)
+	e.mu.Unlock()
+	e.observe(e.cfg.InstanceID)
+	e.m.isLeader.Set(1)
+	e.m.elections.Inc()
+	if prevLeader != "" && prevLeader != e.cfg.InstanceID {
+		e.m.failovers.Inc()
+	}
+	e.log.Info("election acquired", "term", term, "previous", prevLeader)
+	e.emit(Event{Type: Acquired, State: Leader, Term: term})
+	if e.cfg.OnStartedLeading != nil && l.enter() {
+		go func() {
+			defer l.exit()
+			e.cfg.OnStartedLeading(lctx, term)
+		}()
+	}
+
+	var why, ret error
+	switch {
+	case waitAny(k.lost, ctx.Done(), e.stopCh) == 0:
+		why = k.err
+		k.stop()
+		e.log.Warn("election lost", "term", term, "reason", why)
+	case ctx.Err() != nil:
+		why, ret = ErrCrashed, ErrCrashed
+		k.stop()
+		e.log.Warn("election context ended while leading; releasing nothing", "term", term)
+	default:
+		why, ret = ErrStopped, ErrStopped
+		cancel(ErrStopped)
+		e.drain(l)
+		k.stop()
+	}
+	cancel(why)
+	l.close()
+
+	// Stop believing before anything else can happen: in particular before a release lets a standby in.
+	e.mu.Lock()
+	e.cur = nil
+	if e.leader == e.cfg.InstanceID {
+		e.leader = ""
+	}
+	e.setStateLocked(Candidate)
+	e.mu.Unlock()
+	e.m.isLeader.Set(0)
+	e.m.tenure.Observe(e.cfg.Clock.Now().Sub(l.since).Seconds())
+	if errors.Is(why, ErrStopped) {
+		e.release(term)
+	}
+	e.emit(Event{Type: Lost, State: Candidate, Term: term, Err: why})
+	if e.cfg.OnStoppedLeading != nil {
+		e.cfg.OnStoppedLeading()
+	}
+	return ret
+}
+
+// drain waits for the leadership's in-flight work, at most HandoffTimeout on the elector's clock.
+func (e *Elector) drain(l *leadership) {
+	l.close()
+	if !clock.Sleep(e.cfg.Clock, e.cfg.HandoffTimeout, l.idle) {
+		return
+	}
+	l.mu.Lock()
+	n := l.n
+	l.mu.Unlock()
+	e.log.Warn("election handoff timeout: releasing with work still in flight", "in_flight", n)
+}
+
+// current returns the leadership in progress and counts one unit of work against it, or nil.
+func (e *Elector) current() *leadership {
+	e.mu.Lock()
+	l := e.cur
+	e.mu.Unlock()
+	if l == nil || !l.keeper.valid(e.cfg.Clock.Now()) || !l.enter() {
+		return nil
+	}
+	return l
+}
+
+func (l *leadership) enter() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closing || l.ctx.Err() != nil {
+		return false
+	}
+	l.n++
+	return true
+}
+
+func (l *leadership) exit() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.n--
+	if l.closing && l.n == 0 {
+		close(l.idle)
+	}
+}
+
+func (l *leadership) close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closing {
+		return
+	}
+	l.closing = true
+	if l.n == 0 {
+		close(l.idle)
+	}
+}
+
+// waitAny blocks until one of the channels is ready and returns its index.
+func waitAny(a, b, c <-chan struct{}) int {
+	select {
+	case <-a:
+		return 0
+	case <-b:
+		return 1
+	case <-c:
+		return 2
+	}
+}

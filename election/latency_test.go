@@ -1,0 +1,126 @@
+package election
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// latencyBackend makes a backend as a separate process would have it, and crashes one.
+type latencyBackend struct {
+	make  func(t *testing.T) Backend
+	crash func(b Backend) // after the elector's context is cancelled: what else dies with the process
+}
+
+func latencyBackends(t *testing.T) map[string]func(t *testing.T) latencyBackend {
+	return map[string]func(t *testing.T) latencyBackend{
+		"redis": func(t *testing.T) latencyBackend {
+			env := newRedisEnv(t)
+			return latencyBackend{
+				make:  func(t *testing.T) Backend { return NewRedisBackend(env.c, RedisOptions{}) },
+				crash: func(Backend) {},
+			}
+		},
+		"postgres": func(t *testing.T) latencyBackend {
+			p := newPGEnv(t)
+			return latencyBackend{
+				make:  func(t *testing.T) Backend { return p.backend(t) },
+				crash: func(b Backend) { _ = b.Close() },
+			}
+		},
+	}
+}
+
+func summary(ds []time.Duration) string {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return fmt.Sprintf("n=%d p50=%s max=%s", len(s), s[len(s)/2].Round(100*time.Microsecond), s[len(s)-1].Round(100*time.Microsecond))
+}
+
+// TestHandoffAndFailoverLatency measures, on each backend at TTL 2s, the time from a graceful Stop of
+// the leader to the standby's leader work starting (handoff), and from a crash of the leader to the next
+// leader's work starting (failover). The figures are logged; the bounds asserted are the contract's.
+func TestHandoffAndFailoverLatency(t *testing.T) {
+	t.Parallel()
+	for name, mk := range latencyBackends(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			lb := mk(t)
+			t.Run("handoff", func(t *testing.T) {
+				t.Parallel()
+				ds := measure(t, lb, 7, testTTL, func(e *Elector, _ Backend, cancel context.CancelFunc) {
+					require.NoError(t, e.Stop(context.Background()))
+				})
+				t.Logf("%s graceful handoff (RetryInterval %s): %s", name, testTTL, summary(ds))
+				require.Less(t, slices.Max(ds), testTTL/4, "well within one RetryInterval")
+			})
+			t.Run("failover", func(t *testing.T) {
+				t.Parallel()
+				ds := measure(t, lb, 3, testRetry, func(_ *Elector, b Backend, cancel context.CancelFunc) {
+					cancel()
+					lb.crash(b)
+				})
+				t.Logf("%s failover after crash (TTL %s, RetryInterval %s): %s", name, testTTL, testRetry, summary(ds))
+				require.Less(t, slices.Max(ds), testTTL+testRetry+time.Second)
+			})
+		})
+	}
+}
+
+// measure runs n rounds of: a leader and a standby; end the leader with end; time until the standby's
+// leader work starts. A fresh standby joins after each round.
+func measure(t *testing.T, lb latencyBackend, n int, retry time.Duration, end func(*Elector, Backend, context.CancelFunc)) []time.Duration {
+	role := uniqueRole(t)
+	rec := newRecord()
+	started := make(chan uint64, 16)
+	type member struct {
+		e      *Elector
+		b      Backend
+		cancel context.CancelFunc
+	}
+	var all []*Elector
+	join := func(i int) member {
+		b := lb.make(t)
+		cfg := testConfig(t, role, fmt.Sprintf("n%d", i), uint64(i+1))
+		cfg.RetryInterval = retry
+		cfg.OnStartedLeading = rec.onStarted(cfg.InstanceID, started)
+		e, err := New(b, cfg)
+		require.NoError(t, err)
+		rec.watch(e)
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		require.NoError(t, e.Start(ctx))
+		all = append(all, e)
+		return member{e, b, cancel}
+	}
+	leader, standby := join(0), join(1)
+	require.Eventually(t, func() bool { return leader.e.IsLeader() || standby.e.IsLeader() }, 2*testTTL+3*time.Second, 5*time.Millisecond)
+	if standby.e.IsLeader() {
+		leader, standby = standby, leader
+	}
+	<-started
+
+	var ds []time.Duration
+	for i := range n {
+		require.Eventually(t, func() bool {
+			return standby.e.State() == Follower && standby.e.Leader() == leader.e.ID()
+		}, 2*testTTL, time.Millisecond, "the standby has seen the leader")
+		t0 := time.Now()
+		end(leader.e, leader.b, leader.cancel)
+		select {
+		case <-started:
+			ds = append(ds, time.Since(t0))
+		case <-time.After(2*testTTL + 2*time.Second):
+			t.Fatalf("round %d: no new leader", i)
+		}
+		require.True(t, standby.e.IsLeader())
+		leader, standby = standby, join(i+2)
+	}
+	stopAll(t, all)
+	rec.check(t)
+	return ds
+}

@@ -1,0 +1,216 @@
+package election
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tenurelabs/tenure/internal/pgtest"
+)
+
+// pgEnv is a private visibility table on the shared PostgreSQL, dropped when the test ends.
+type pgEnv struct {
+	admin *pgx.Conn
+	table string
+}
+
+func newPGEnv(t *testing.T) *pgEnv {
+	t.Helper()
+	admin := pgtest.Connect(t)
+	table := pgtest.Name(t, "tenure_election_test_")
+	pgtest.Drop(t, admin, "DROP TABLE IF EXISTS "+table, "DROP SEQUENCE IF EXISTS "+table+"_term_seq")
+	return &pgEnv{admin: admin, table: table}
+}
+
+// backend opens a backend of its own (its own sessions: a separate process, as far as the server knows).
+func (p *pgEnv) backend(t *testing.T) *PostgresBackend {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	b, err := NewPostgresBackend(ctx, pgtest.URL(), PostgresOptions{Table: p.table})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = b.Close() })
+	return b
+}
+
+func pgFleet(t *testing.T, p *pgEnv, n int, tweak func(*Config)) (*fleet, []*PostgresBackend) {
+	role := uniqueRole(t)
+	bs := make([]*PostgresBackend, n)
+	for i := range bs {
+		bs[i] = p.backend(t)
+	}
+	f := newFleet(t, n,
+		func(i int) Backend { return bs[i] },
+		func(i int) Config {
+			cfg := testConfig(t, role, fmt.Sprintf("n%d", i), uint64(i+1))
+			if tweak != nil {
+				tweak(&cfg)
+			}
+			return cfg
+		})
+	return f, bs
+}
+
+func TestPostgresSingleLeaderVisibleAndGracefulHandoff(t *testing.T) {
+	t.Parallel()
+	p := newPGEnv(t)
+	f, _ := pgFleet(t, p, 3, func(c *Config) { c.RetryInterval = testTTL })
+	f.start(t)
+	l := f.leader(t, 3*time.Second)
+	first, _ := f.nextStart(t, time.Second)
+
+	var node string
+	var term int64
+	var left time.Duration
+	err := p.admin.QueryRow(context.Background(),
+		"SELECT node, term, lease_until - now() FROM "+p.table+" WHERE role = $1", f.es[l].Role()).Scan(&node, &term, &left)
+	require.NoError(t, err)
+	require.Equal(t, f.es[l].ID(), node)
+	require.Equal(t, first, uint64(term))
+	require.Positive(t, left)
+	require.Never(t, func() bool { return len(leaders(f.es)) != 1 || !f.es[l].IsLeader() }, 2*testTTL, 10*time.Millisecond,
+		"the heartbeat keeps a healthy leader in place")
+
+	require.Eventually(t, func() bool {
+		return f.es[(l+1)%3].Leader() == f.es[l].ID() && f.es[(l+2)%3].Leader() == f.es[l].ID()
+	}, 2*testTTL, 5*time.Millisecond)
+	stopped := time.Now()
+	require.NoError(t, f.es[l].Stop(context.Background()))
+	next, at := f.nextStart(t, 2*testTTL)
+	t.Logf("graceful handoff: %s", at.Sub(stopped))
+	require.Greater(t, next, first)
+	require.Less(t, at.Sub(stopped), testTTL/4, "LISTEN/NOTIFY makes the standby lead well within one RetryInterval")
+	f.finish(t)
+
+	var rows int
+	require.NoError(t, p.admin.QueryRow(context.Background(), "SELECT count(*) FROM "+p.table).Scan(&rows))
+	require.Zero(t, rows, "graceful stop deletes the row")
+}
+
+func TestPostgresTerminatedSessionEndsLeadershipBeforeDeadline(t *testing.T) {
+	t.Parallel()
+	p := newPGEnv(t)
+	f, bs := pgFleet(t, p, 2, nil)
+	f.start(t)
+	l := f.leader(t, 3*time.Second)
+	first, _ := f.nextStart(t, time.Second)
+	pid, ok := bs[l].SessionPID(f.es[l].Role())
+	require.True(t, ok)
+	var holder int64
+	require.NoError(t, p.admin.QueryRow(context.Background(),
+		"SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND classid::bigint = $1 AND objid::bigint = $2",
+		int64(uint64(bs[l].LockKey(f.es[l].Role()))>>32), int64(uint64(bs[l].LockKey(f.es[l].Role()))&0xffffffff)).Scan(&holder))
+	require.Equal(t, int64(pid), holder, "the leader's session holds the advisory lock")
+
+	var killed bool
+	require.NoError(t, p.admin.QueryRow(context.Background(), "SELECT pg_terminate_backend($1)", int64(pid)).Scan(&killed))
+	require.True(t, killed)
+	killedAt := time.Now()
+	require.Eventually(t, func() bool { return !f.es[l].IsLeader() }, f.es[l].cfg.validity(), time.Millisecond,
+		"leadership ends before the local deadline")
+	t.Logf("leadership ended %s after pg_terminate_backend (validity %s)", time.Since(killedAt), f.es[l].cfg.validity())
+
+	term, at := f.nextStart(t, 2*testTTL+2*time.Second)
+	t.Logf("re-acquired %s after pg_terminate_backend", at.Sub(killedAt))
+	require.Greater(t, term, first)
+	f.finish(t) // the standby that got the freed lock waited for the old lease_until
+}
+
+func TestPostgresCrashFailsOver(t *testing.T) {
+	t.Parallel()
+	p := newPGEnv(t)
+	f, bs := pgFleet(t, p, 3, nil)
+	f.start(t)
+	l := f.leader(t, 3*time.Second)
+	first, _ := f.nextStart(t, time.Second)
+	// A crashed process releases nothing and its sockets close: cancel, then close its backend.
+	crashed := time.Now()
+	f.cancels[l]()
+	require.NoError(t, bs[l].Close())
+	term, at := f.nextStart(t, 2*testTTL+2*time.Second)
+	t.Logf("failover after crash: %s", at.Sub(crashed))
+	require.Greater(t, term, first)
+	require.Less(t, at.Sub(crashed), testTTL+testRetry+time.Second, "failover within TTL + RetryInterval + 1s tolerance")
+	f.finish(t)
+}
+
+func TestPostgresRunOnceAndUnreachableServer(t *testing.T) {
+	t.Parallel()
+	p := newPGEnv(t)
+	b := p.backend(t)
+	cfg := testConfig(t, uniqueRole(t), "once", 1)
+	var got uint64
+	ran, err := RunOnce(context.Background(), b, cfg, func(ctx context.Context, term uint64) error {
+		got = term
+		info, err := b.Leader(ctx, cfg.Role)
+		require.NoError(t, err)
+		require.Equal(t, "once", info.ID)
+		return nil
+	})
+	require.NoError(t, err)
+	require.True(t, ran)
+	require.NotZero(t, got)
+	info, err := b.Leader(context.Background(), cfg.Role)
+	require.NoError(t, err)
+	require.Empty(t, info.ID)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	_, err = NewPostgresBackend(ctx, "postgres://postgres@127.0.0.1:1/test?sslmode=disable&connect_timeout=1", PostgresOptions{})
+	require.ErrorIs(t, err, ErrBackendUnavailable)
+	require.Contains(t, err.Error(), "127.0.0.1:1")
+}
+
+func TestPostgresFreedLockIsNotGrantedBeforeLeaseUntil(t *testing.T) {
+	t.Parallel()
+	p := newPGEnv(t)
+	b1, b2 := p.backend(t), p.backend(t)
+	ctx := context.Background()
+	role := uniqueRole(t)
+	ttl := time.Second
+
+	t1, ok, err := b1.TryAcquire(ctx, role, "a", ttl)
+	require.NoError(t, err)
+	require.True(t, ok)
+	again, ok, err := b1.TryAcquire(ctx, role, "a", ttl)
+	require.NoError(t, err)
+	require.True(t, ok, "idempotent for the holder")
+	require.Equal(t, t1, again)
+	_, ok, err = b2.TryAcquire(ctx, role, "b", ttl)
+	require.NoError(t, err)
+	require.False(t, ok, "the lock is held")
+
+	// The server ends the holder's session: the lock is free at once, but "a" may act until lease_until.
+	pid, _ := b1.SessionPID(role)
+	_, err = p.admin.Exec(ctx, "SELECT pg_terminate_backend($1)", int64(pid))
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		var n int
+		require.NoError(t, p.admin.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE pid = $1", int64(pid)).Scan(&n))
+		return n == 0
+	}, 2*time.Second, 5*time.Millisecond, "terminated session gone")
+	freed := time.Now()
+	_, ok, err = b2.TryAcquire(ctx, role, "b", ttl)
+	require.NoError(t, err)
+	require.False(t, ok, "a freed lock is not granted while the old lease runs")
+	var locks int
+	require.NoError(t, p.admin.QueryRow(ctx, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid::bigint = $1",
+		int64(uint64(b1.LockKey(role))&0xffffffff)).Scan(&locks))
+	require.Zero(t, locks, "the waiting candidate does not keep the lock")
+	require.Error(t, b1.Renew(ctx, role, "a", t1, ttl), "the old holder's heartbeat cannot confirm")
+
+	var t2 uint64
+	require.Eventually(t, func() bool {
+		t2, ok, err = b2.TryAcquire(ctx, role, "b", ttl)
+		require.NoError(t, err)
+		return ok
+	}, 3*ttl, 20*time.Millisecond)
+	require.GreaterOrEqual(t, time.Since(freed), ttl/2, "granted only once the old lease ran out")
+	require.Greater(t, t2, t1)
+	require.ErrorIs(t, b1.Release(ctx, role, "a", t1), ErrNotHeld)
+	require.NoError(t, b2.Release(ctx, role, "b", t2))
+}
