@@ -1,0 +1,52 @@
+package scenarios_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tenurelabs/tenure/scenarios"
+	"github.com/tenurelabs/tenure/sim"
+)
+
+// Every scenario in the catalogue must plan cleanly at the ci time scale with its own system.
+func TestEveryScenarioPlans(t *testing.T) {
+	seen := map[string]bool{}
+	for _, sc := range scenarios.All() {
+		t.Run(sc.Name, func(t *testing.T) {
+			require.False(t, seen[sc.Name], "duplicate scenario name")
+			seen[sc.Name] = true
+			require.NotEmpty(t, sc.Description)
+			name := sc.System
+			if name == "" {
+				name = "reference"
+			}
+			sys, err := sim.Lookup(name)
+			require.NoError(t, err)
+			steps, timing, err := sim.Plan(sim.Options{System: sys, Scenario: sc, Seed: 1, TimeScale: 0.1})
+			require.NoError(t, err)
+			require.Positive(t, timing.LeaseTTL)
+			for _, st := range steps {
+				require.LessOrEqual(t, st.At+st.For, sc.Duration/10)
+			}
+		})
+	}
+}
+
+func TestSuites(t *testing.T) {
+	ci, err := scenarios.GetSuite("ci")
+	require.NoError(t, err)
+	require.Equal(t, scenarios.Names(), ci.Scenarios, "ci runs every scenario")
+	require.Contains(t, ci.Scenarios, "election-conn-reset-pg")
+	for _, su := range scenarios.Suites() {
+		require.NotEmpty(t, su.Scenarios, su.Name)
+		for _, n := range su.Scenarios {
+			_, err := scenarios.Get(n)
+			require.NoError(t, err, "suite %s names %s", su.Name, n)
+		}
+	}
+	_, err = scenarios.GetSuite("nope")
+	require.ErrorContains(t, err, "valid suites: ci, full, quick, soak")
+	_, err = scenarios.Get("nope")
+	require.ErrorContains(t, err, "valid scenarios: single-instance")
+}
