@@ -117,7 +117,11 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	if err != nil {
 		return ExitUsage, err
 	}
-	fmt.Fprintf(stdout, "seed %d  (replay: %s)\n", f.seed, jobs[0].opts.Command)
+	replayAll := jobs[0].opts.Command
+	if len(jobs) > 1 || f.suite != "" {
+		replayAll = replaySet(f, names)
+	}
+	fmt.Fprintf(stdout, "seed %d  (replay: %s)\n", f.seed, replayAll)
 
 	rows, entries, code, err := runJobs(ctx, &f, jobs, base, stdout, stderr)
 	if err != nil {
@@ -341,6 +345,27 @@ func replay(o sim.Options, f runFlags) string {
 	return strings.Join(parts, " ")
 }
 
+// replaySet is the command that replays a suite or a list of scenarios.
+func replaySet(f runFlags, names []string) string {
+	parts := []string{"simrun run"}
+	if f.suite != "" {
+		parts = append(parts, "--suite "+f.suite)
+	} else {
+		parts = append(parts, names...)
+	}
+	parts = append(parts, fmt.Sprintf("--seed %d", f.seed), fmt.Sprintf("--time-scale %g", f.timeScale), "--redis "+f.redis)
+	if f.systemSet {
+		parts = append(parts, "--system "+f.system)
+	}
+	if f.instances > 0 {
+		parts = append(parts, fmt.Sprintf("--instances %d", f.instances))
+	}
+	if f.endpoints > 0 {
+		parts = append(parts, fmt.Sprintf("--endpoints %d", f.endpoints))
+	}
+	return strings.Join(parts, " ")
+}
+
 // runOne runs a job, checks it and writes its reports, even when interrupted.
 func runOne(ctx context.Context, j job, quiet bool, stdout, stderr io.Writer) (summaryRow, reports.SuiteEntry, error) {
 	if err := os.MkdirAll(j.dir, 0o755); err != nil {
@@ -389,7 +414,7 @@ func runOne(ctx context.Context, j job, quiet bool, stdout, stderr io.Writer) (s
 func judge(dir string, h history.History) (summaryRow, reports.SuiteEntry, error) {
 	opts := checker.DefaultOptions()
 	rep := checker.Check(h, opts)
-	passed := Passed(rep, h.Meta.Expect)
+	passed := reports.Judge(rep, h.Meta.Expect)
 	err := reports.WriteRun(dir, reports.Run{
 		History: h, Report: rep, Passed: passed, Expected: h.Meta.Expect,
 		Linearizability: func(w io.Writer) error { return checker.VisualizeLinearizability(w, h, opts) },
@@ -399,27 +424,6 @@ func judge(dir string, h history.History) (summaryRow, reports.SuiteEntry, error
 	}
 	row := newSummaryRow(h.Meta, rep, passed)
 	return row, reports.SuiteEntry{Meta: h.Meta, Report: rep, Passed: passed}, nil
-}
-
-// Passed is a run's verdict: every invariant passed (or was skipped), except those the scenario expects
-// to be violated, which must be violated.
-func Passed(rep checker.Report, expect []string) bool {
-	want := map[string]bool{}
-	for _, e := range expect {
-		want[e] = true
-	}
-	for _, r := range rep.Results {
-		if want[r.Invariant] {
-			if r.Outcome != checker.Violated {
-				return false
-			}
-			continue
-		}
-		if r.Outcome == checker.Violated || r.Outcome == checker.Unknown {
-			return false
-		}
-	}
-	return true
 }
 
 func reportCmd(args []string, stdout io.Writer) (int, error) {

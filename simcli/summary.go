@@ -14,6 +14,7 @@ import (
 
 	"github.com/tenurelabs/tenure/checker"
 	"github.com/tenurelabs/tenure/history"
+	"github.com/tenurelabs/tenure/reports"
 	"github.com/tenurelabs/tenure/scenarios"
 	"github.com/tenurelabs/tenure/sim"
 )
@@ -167,7 +168,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 				return ExitUsage, err
 			}
 			rep := checker.Check(res.History, checker.DefaultOptions())
-			if !Passed(rep, res.History.Meta.Expect) {
+			if !reports.Judge(rep, res.History.Meta.Expect) {
 				code = ExitViolated
 				fmt.Fprintf(stdout, "%s seed %d: FAIL (%s)\n", name, ff.seed, newSummaryRow(res.History.Meta, rep, false).detail)
 			}
