@@ -19,11 +19,7 @@ func (ConnReset) Name() string { return "conn-reset" }
 
 // Apply implements Fault.
 func (f ConnReset) Apply(_ context.Context, env Env) (func(context.Context) error, Applied, error) {
-	id, err := target(env, f.Slot, f.Of)
-	if err != nil {
-		return nil, Applied{}, err
-	}
-	l, err := env.Link(id)
+	id, l, err := targetLink(env, f.Slot, f.Of)
 	if err != nil {
 		return nil, Applied{}, err
 	}

@@ -109,6 +109,43 @@ func target(env Env, slot int, of string) (string, error) {
 	return slotID(env, slot)
 }
 
+// targetLink resolves a fault's target and its link.
+func targetLink(env Env, slot int, of string) (string, Link, error) {
+	id, err := target(env, slot, of)
+	if err != nil {
+		return "", nil, err
+	}
+	l, err := env.Link(id)
+	if err != nil {
+		return "", nil, err
+	}
+	return id, l, nil
+}
+
+// linksOf returns the links of ids.
+func linksOf(env Env, ids []string) ([]Link, error) {
+	links := make([]Link, 0, len(ids))
+	for _, id := range ids {
+		l, err := env.Link(id)
+		if err != nil {
+			return links, err
+		}
+		links = append(links, l)
+	}
+	return links, nil
+}
+
+// healAll returns the end function of a fault on several links.
+func healAll(links []Link) func(context.Context) error {
+	return func(context.Context) error {
+		var errs []error
+		for _, l := range links {
+			errs = append(errs, l.Heal())
+		}
+		return errors.Join(errs...)
+	}
+}
+
 // slotID resolves a slot to a live instance ID.
 func slotID(env Env, slot int) (string, error) {
 	live := env.Live()

@@ -3,7 +3,6 @@ package chaos
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"time"
 )
 
@@ -41,22 +40,14 @@ func (f Latency) Apply(_ context.Context, env Env) (func(context.Context) error,
 		ids = []string{id}
 	}
 	a := Applied{Targets: ids, Params: map[string]string{"latency": ms(f.Latency), "jitter": ms(f.Jitter)}}
-	var links []Link
-	for _, id := range ids {
-		l, err := env.Link(id)
-		if err != nil {
-			return nil, a, err
-		}
-		if err := l.Latency(f.Latency, f.Jitter); err != nil {
-			return nil, a, err
-		}
-		links = append(links, l)
+	links, err := linksOf(env, ids)
+	if err != nil {
+		return nil, a, err
 	}
-	return func(context.Context) error {
-		var errs []error
-		for _, l := range links {
-			errs = append(errs, l.Heal())
+	for _, l := range links {
+		if err := l.Latency(f.Latency, f.Jitter); err != nil {
+			return healAll(links), a, err
 		}
-		return errors.Join(errs...)
-	}, a, nil
+	}
+	return healAll(links), a, nil
 }

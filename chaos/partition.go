@@ -25,11 +25,7 @@ func (f Partition) Name() string {
 
 // Apply implements Fault.
 func (f Partition) Apply(_ context.Context, env Env) (func(context.Context) error, Applied, error) {
-	id, err := target(env, f.Slot, f.Of)
-	if err != nil {
-		return nil, Applied{}, err
-	}
-	l, err := env.Link(id)
+	id, l, err := targetLink(env, f.Slot, f.Of)
 	if err != nil {
 		return nil, Applied{}, err
 	}

@@ -57,7 +57,7 @@ func OpenBackend(ctx context.Context, spec string) (Backend, error) {
 		if addr == "" || !strings.Contains(addr, ":") {
 			return nil, fmt.Errorf("sim: --redis %q: give an address as addr=HOST:PORT", spec)
 		}
-		return &externalBackend{addr: addr}, nil
+		return &externalBackend{addr: addr, noControl: noControl{"an external Redis is not the harness's to kill, restart or pause"}}, nil
 	case spec == "container":
 		return openContainer(ctx)
 	}
@@ -200,24 +200,33 @@ func (b *embeddedBackend) Close() error {
 	return nil
 }
 
+// noControl is the process control of a backend the harness cannot kill, restart or pause: every
+// method says why.
+type noControl struct{ why string }
+
+func (n noControl) err() error {
+	return fmt.Errorf("%w: %s; use --redis server", chaos.ErrUnsupported, n.why)
+}
+func (n noControl) Kill() error    { return n.err() }
+func (n noControl) Start() error   { return n.err() }
+func (n noControl) Restart() error { return n.err() }
+func (n noControl) Pause() error   { return n.err() }
+func (n noControl) Resume() error  { return n.err() }
+
 // externalBackend is a Redis the run does not own.
-type externalBackend struct{ addr string }
+type externalBackend struct {
+	noControl
+	addr string
+}
 
 func (b *externalBackend) Addr() string     { return b.addr }
 func (b *externalBackend) Describe() string { return "external Redis at " + b.addr }
 func (b *externalBackend) Shared() bool     { return true }
 func (b *externalBackend) Close() error     { return nil }
-func (b *externalBackend) unsupported() error {
-	return fmt.Errorf("%w: an external Redis is not the harness's to kill, restart or pause; use --redis server", chaos.ErrUnsupported)
-}
-func (b *externalBackend) Kill() error    { return b.unsupported() }
-func (b *externalBackend) Start() error   { return b.unsupported() }
-func (b *externalBackend) Restart() error { return b.unsupported() }
-func (b *externalBackend) Pause() error   { return b.unsupported() }
-func (b *externalBackend) Resume() error  { return b.unsupported() }
 
 // containerBackend is Redis in a container started through testcontainers-go.
 type containerBackend struct {
+	noControl
 	c    *testcontainers.DockerContainer
 	addr string
 }
@@ -258,18 +267,10 @@ func openContainer(ctx context.Context) (b Backend, err error) {
 		_ = c.Terminate(context.Background())
 		return nil, fmt.Errorf("sim: redis container address: %w", err)
 	}
-	return &containerBackend{c: c, addr: addr}, nil
+	return &containerBackend{c: c, addr: addr, noControl: noControl{"kill, restart and pause are not implemented for the container backend"}}, nil
 }
 
 func (b *containerBackend) Addr() string     { return b.addr }
 func (b *containerBackend) Describe() string { return "redis:7-alpine container at " + b.addr }
 func (b *containerBackend) Shared() bool     { return false }
 func (b *containerBackend) Close() error     { return b.c.Terminate(context.Background()) }
-func (b *containerBackend) unsupported() error {
-	return fmt.Errorf("%w: kill/restart/pause are not implemented for the container backend; use --redis server", chaos.ErrUnsupported)
-}
-func (b *containerBackend) Kill() error    { return b.unsupported() }
-func (b *containerBackend) Start() error   { return b.unsupported() }
-func (b *containerBackend) Restart() error { return b.unsupported() }
-func (b *containerBackend) Pause() error   { return b.unsupported() }
-func (b *containerBackend) Resume() error  { return b.unsupported() }
