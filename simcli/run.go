@@ -34,10 +34,12 @@ type runFlags struct {
 	out          string
 	system       string
 	toxiproxy    string
+	postgres     string
 	duration     time.Duration
 	quiet        bool
 	systemSet    bool
 	parallel     int
+	parallelSet  bool
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
@@ -76,9 +78,10 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.out, "out", "", "output directory (default ./simrun-out/<time>-<name>-<seed>)")
 	fs.StringVar(&f.system, "system", "reference", "system under test (see simrun list)")
 	fs.StringVar(&f.toxiproxy, "toxiproxy", "", "URL of an external toxiproxy-server (default: embedded)")
+	fs.StringVar(&f.postgres, "postgres", "", "PostgreSQL for the election-postgres scenarios (default: $TENURE_PG_URL, else "+sim.DefaultPostgresURL+")")
 	fs.DurationVar(&f.duration, "duration", 10*time.Minute, "soak suite: keep drawing new nemesis runs until this much time is spent")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress line")
-	fs.IntVar(&f.parallel, "parallel", 1, "run this many scenarios at once (each has its own Redis and proxies)")
+	fs.IntVar(&f.parallel, "parallel", 0, "run this many scenarios at once, each with its own Redis and proxies (default: the suite's, else 1)")
 }
 
 // parseInterleaved lets positional arguments and flags come in any order.
@@ -112,7 +115,10 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	if err != nil {
 		return ExitUsage, err
 	}
-	fs.Visit(func(fl *flag.Flag) { f.systemSet = f.systemSet || fl.Name == "system" })
+	fs.Visit(func(fl *flag.Flag) {
+		f.systemSet = f.systemSet || fl.Name == "system"
+		f.parallelSet = f.parallelSet || fl.Name == "parallel"
+	})
 	jobs, base, err := plan(&f, names)
 	if err != nil {
 		return ExitUsage, err
@@ -262,7 +268,7 @@ func plan(f *runFlags, names []string) ([]job, string, error) {
 	if f.suite == "" && len(names) == 0 {
 		return nil, "", fmt.Errorf("%w: name at least one scenario or a --suite; valid scenarios: %s", errUsage, strings.Join(scenarios.Names(), ", "))
 	}
-	if f.parallel < 1 {
+	if f.parallelSet && f.parallel < 1 {
 		return nil, "", fmt.Errorf("%w: --parallel must be at least 1 (got %d)", errUsage, f.parallel)
 	}
 	if err := sim.CheckBackendSpec(f.redis); err != nil {
@@ -276,6 +282,9 @@ func plan(f *runFlags, names []string) ([]job, string, error) {
 			return nil, "", fmt.Errorf("%w: %v", errUsage, err)
 		}
 		names, scale, label = su.Scenarios, su.TimeScale, "suite-"+su.Name
+		if !f.parallelSet && su.Parallel > 0 {
+			f.parallel = su.Parallel
+		}
 	}
 	if f.timeScaleSet {
 		scale = f.timeScale
@@ -313,7 +322,7 @@ func plan(f *runFlags, names []string) ([]job, string, error) {
 			}
 		}
 		o := sim.Options{System: system, Scenario: sc, Suite: f.suite, Seed: f.seed, TimeScale: scale,
-			Backend: f.redis, Toxiproxy: f.toxiproxy, Instances: f.instances, Endpoints: f.endpoints}
+			Backend: f.redis, Toxiproxy: f.toxiproxy, Postgres: f.postgres, Instances: f.instances, Endpoints: f.endpoints}
 		if _, _, err := sim.Plan(o); err != nil {
 			return nil, "", fmt.Errorf("%w: %v", errUsage, err)
 		}

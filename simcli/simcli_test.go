@@ -41,6 +41,7 @@ func TestBadInputIsAUsageErrorAndLeavesNothing(t *testing.T) {
 		"negative scale":     {[]string{"run", "crash-failover", "--time-scale", "-1", "--out", out}, "must be > 0"},
 		"zero instances":     {[]string{"run", "crash-failover", "--instances", "0", "--out", out}, "at least 1"},
 		"too many":           {[]string{"run", "crash-failover", "--instances", "100000", "--out", out}, "more than"},
+		"zero parallel":      {[]string{"run", "crash-failover", "--parallel", "0", "--out", out}, "--parallel must be at least 1"},
 		"unknown system":     {[]string{"run", "crash-failover", "--system", "nope", "--out", out}, "known: "},
 		"unknown backend":    {[]string{"run", "crash-failover", "--redis", "bogus", "--out", out}, "auto, server, embedded"},
 		"no scenario":        {[]string{"run", "--out", out}, "name at least one scenario"},

@@ -116,9 +116,13 @@ func list(w io.Writer) error {
 	for _, sc := range scenarios.All() {
 		fmt.Fprintf(tw, "%s\t%d×%d\t%s\n", sc.Name, sc.Instances, sc.Endpoints, sc.Description)
 	}
-	fmt.Fprintln(tw, "\nSUITE\tSCALE\tDESCRIPTION")
+	fmt.Fprintln(tw, "\nSUITE\tSCALE\tRUN TIME\tDESCRIPTION")
 	for _, su := range scenarios.Suites() {
-		fmt.Fprintf(tw, "%s\t%g\t%s\n", su.Name, su.TimeScale, su.Description)
+		rt := su.RunTime().Round(time.Second).String() + " one at a time"
+		if su.Name == "soak" {
+			rt = "--duration"
+		}
+		fmt.Fprintf(tw, "%s\t%g\t%s\t%s\n", su.Name, su.TimeScale, rt, su.Description)
 	}
 	fmt.Fprintln(tw, "\nSYSTEM")
 	for _, n := range sim.Systems() {
