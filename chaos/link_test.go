@@ -2,6 +2,12 @@ package chaos_test
 
 import (
 	"context"
+	"fmt"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -9,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tenurelabs/tenure/chaos"
+	"github.com/tenurelabs/tenure/internal/redisserver"
 	"github.com/tenurelabs/tenure/internal/redistest"
 )
 
@@ -19,11 +26,60 @@ func TestEmbeddedLinkFaults(t *testing.T) {
 	t.Cleanup(func() { require.NoError(t, proxies.Close()) })
 	link, err := proxies.NewLink("i0", srv.Addr())
 	require.NoError(t, err)
+	exerciseLink(t, link, srv.Addr())
+}
+
+// The same faults through a real toxiproxy-server process (built from the toxiproxy module), driven
+// over its HTTP API as --toxiproxy URL does.
+func TestRemoteLinkFaults(t *testing.T) {
+	srv := redistest.Start(t)
+	url := startToxiproxyServer(t)
+	proxies, err := chaos.NewRemote(url)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, proxies.Close()) })
+	link, err := proxies.NewLink("i0", srv.Addr())
+	require.NoError(t, err)
+	exerciseLink(t, link, srv.Addr())
+}
+
+func TestRemoteWithoutServerSaysSo(t *testing.T) {
+	port, err := redisserver.FreePort()
+	require.NoError(t, err)
+	_, err = chaos.NewRemote(fmt.Sprintf("http://127.0.0.1:%d", port))
+	require.ErrorContains(t, err, "does not answer")
+}
+
+func startToxiproxyServer(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "toxiproxy-server")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/Shopify/toxiproxy/v2/cmd/server").CombinedOutput()
+	require.NoError(t, err, string(out))
+	port, err := redisserver.FreePort()
+	require.NoError(t, err)
+	cmd := exec.Command(bin, "-host", "127.0.0.1", "-port", strconv.Itoa(port))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	url := fmt.Sprintf("http://127.0.0.1:%d", port)
+	require.Eventually(t, func() bool {
+		resp, err := http.Get(url + "/version")
+		if err != nil {
+			return false
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, 15*time.Second, 50*time.Millisecond, "toxiproxy-server did not come up")
+	return url
+}
+
+func exerciseLink(t *testing.T, link chaos.Link, redisAddr string) {
+	t.Helper()
+	srv := struct{ addr string }{redisAddr}
 
 	timeout := 300 * time.Millisecond
 	viaLink := redis.NewClient(&redis.Options{Addr: link.Addr(), ReadTimeout: timeout, WriteTimeout: timeout, DialTimeout: timeout,
 		ContextTimeoutEnabled: true, MaxRetries: -1})
-	direct := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	direct := redis.NewClient(&redis.Options{Addr: srv.addr})
 	t.Cleanup(func() { _ = viaLink.Close(); _ = direct.Close() })
 	ctx := context.Background()
 	require.NoError(t, viaLink.Ping(ctx).Err())

@@ -71,3 +71,10 @@ func TestExternalBackendIsLeftAsFound(t *testing.T) {
 	require.NoError(t, err)
 	require.ElementsMatch(t, []string{"someone-elses", "session:theirs"}, keys, "the run must leave exactly what it found")
 }
+
+// --redis server without the binary says how to install it.
+func TestServerBackendWithoutBinarySaysHowToInstall(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	_, err := sim.OpenBackend(context.Background(), "server")
+	require.ErrorContains(t, err, "apt-get install redis-server")
+}
