@@ -2,12 +2,12 @@ package chaos
 
 import (
 	"context"
-	"errors"
 	"strconv"
 )
 
 // ConnReset drops every open connection of the instance in Slot (or of the holder of Of) at once and
-// lets it reconnect: what a load balancer, a NAT table flush or a server-side kill does to a session.
+// lets it reconnect, leaving any other fault on the link in force: what a load balancer, a NAT table
+// flush or a server-side kill does to a session.
 // For a PostgreSQL advisory lock it means the session, and the lock with it, is gone.
 type ConnReset struct {
 	Slot int    `json:"slot"`
@@ -24,5 +24,5 @@ func (f ConnReset) Apply(_ context.Context, env Env) (func(context.Context) erro
 		return nil, Applied{}, err
 	}
 	a := Applied{Targets: []string{id}, Params: map[string]string{"slot": strconv.Itoa(f.Slot)}}
-	return nil, a, errors.Join(l.Cut(), l.Heal())
+	return nil, a, l.Reset()
 }

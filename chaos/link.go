@@ -29,9 +29,12 @@ type Link interface {
 	DropReplies() error
 	// Latency delays data both ways by latency ± jitter.
 	Latency(latency, jitter time.Duration) error
-	// Cut closes every connection and refuses new ones: the instance's process is gone.
-	Cut() error
-	// Heal removes every fault and accepts connections again.
+	// Reset closes every open connection and accepts new ones at once; faults in force stay in force.
+	Reset() error
+	// Kill closes every connection and refuses new ones for good: the instance's process is gone.
+	// Nothing, Heal included, reopens a killed link.
+	Kill() error
+	// Heal removes every fault. It does not reopen a killed link.
 	Heal() error
 	// Close removes the proxy.
 	Close() error
@@ -101,7 +104,7 @@ type embeddedLink struct {
 	mu     sync.Mutex
 	p      *toxiproxy.Proxy
 	seed   int64 // jitter seed of this link
-	cut    bool
+	killed bool
 	closed bool
 }
 
@@ -157,29 +160,37 @@ func (l *embeddedLink) Latency(latency, jitter time.Duration) error {
 	)
 }
 
-func (l *embeddedLink) Cut() error {
+func (l *embeddedLink) Reset() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !l.cut && !l.closed {
-		l.p.Stop()
-		l.cut = true
+	if l.killed || l.closed {
+		return nil
 	}
+	// Stopping the proxy closes both sides of every connection; its toxics stay with it.
+	l.p.Stop()
+	if err := l.p.Start(); err != nil {
+		return fmt.Errorf("chaos: reopen proxy %s: %w", l.p.Name, err)
+	}
+	return nil
+}
+
+func (l *embeddedLink) Kill() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.killed && !l.closed {
+		l.p.Stop()
+	}
+	l.killed = true
 	return nil
 }
 
 func (l *embeddedLink) Heal() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed {
+	if l.closed || l.killed {
 		return nil
 	}
 	l.clear()
-	if l.cut {
-		if err := l.p.Start(); err != nil {
-			return fmt.Errorf("chaos: restart proxy %s: %w", l.p.Name, err)
-		}
-		l.cut = false
-	}
 	return nil
 }
 
@@ -190,7 +201,7 @@ func (l *embeddedLink) Close() error {
 		return nil
 	}
 	l.closed = true
-	if !l.cut {
+	if !l.killed {
 		l.p.Stop()
 	}
 	return nil
@@ -240,8 +251,9 @@ func (r *Remote) Close() error {
 }
 
 type remoteLink struct {
-	mu sync.Mutex
-	p  *toxiclient.Proxy
+	mu     sync.Mutex
+	p      *toxiclient.Proxy
+	killed bool
 }
 
 func (l *remoteLink) Addr() string { return l.p.Listen }
@@ -292,19 +304,29 @@ func (l *remoteLink) Latency(latency, jitter time.Duration) error {
 	)
 }
 
-func (l *remoteLink) Cut() error {
+func (l *remoteLink) Reset() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.killed {
+		return nil
+	}
+	return errors.Join(l.p.Disable(), l.p.Enable())
+}
+
+func (l *remoteLink) Kill() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.killed = true
 	return l.p.Disable()
 }
 
 func (l *remoteLink) Heal() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.clear()
-	if !l.p.Enabled {
-		return l.p.Enable()
+	if l.killed {
+		return nil
 	}
+	l.clear()
 	return nil
 }
 

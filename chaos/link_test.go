@@ -113,10 +113,21 @@ func exerciseLink(t *testing.T, link chaos.Link, redisAddr string) {
 		require.NoError(t, link.Heal())
 	})
 
-	t.Run("cut refuses connections until healed", func(t *testing.T) {
-		require.NoError(t, link.Cut())
-		require.Error(t, viaLink.Ping(ctx).Err())
+	t.Run("reset drops connections and keeps faults", func(t *testing.T) {
+		require.NoError(t, viaLink.Ping(ctx).Err())
+		require.NoError(t, link.Partition())
+		require.NoError(t, link.Reset())
+		require.Error(t, viaLink.Ping(ctx).Err(), "the partition survives a reset")
 		require.NoError(t, link.Heal())
 		require.Eventually(t, func() bool { return viaLink.Ping(ctx).Err() == nil }, 5*time.Second, 20*time.Millisecond)
+	})
+
+	t.Run("kill is for good", func(t *testing.T) {
+		require.NoError(t, link.Kill())
+		require.Error(t, viaLink.Ping(ctx).Err())
+		require.NoError(t, link.Heal())
+		require.Error(t, viaLink.Ping(ctx).Err(), "a healed fault must not reopen a dead instance's link")
+		require.NoError(t, link.Reset())
+		require.Error(t, viaLink.Ping(ctx).Err())
 	})
 }

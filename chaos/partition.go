@@ -37,8 +37,6 @@ func (f Partition) Apply(_ context.Context, env Env) (func(context.Context) erro
 		err = l.Partition()
 	}
 	a := Applied{Targets: []string{id}, Params: map[string]string{"slot": strconv.Itoa(f.Slot), "direction": dir}}
-	if err != nil {
-		return nil, a, err
-	}
-	return func(context.Context) error { return l.Heal() }, a, nil
+	// Even a partly applied partition gets its end, so nothing stays behind.
+	return func(context.Context) error { return l.Heal() }, a, err
 }

@@ -47,7 +47,8 @@ type Config struct {
 	// LeaseTTL is the lease key's time to live. Default 30s.
 	LeaseTTL time.Duration
 	// RenewInterval is how often all held leases are renewed (one pipelined round trip), and how often
-	// unheld assigned endpoints are tried. Default 10s; at most LeaseTTL/2.
+	// unheld assigned endpoints are tried; while the link to Redis is unhealthy it is probed every
+	// RenewInterval/2 (see the package doc). Default 10s; at most LeaseTTL/2.
 	RenewInterval time.Duration
 	// HeartbeatInterval is how often the instance heartbeat is written. Default 10s.
 	HeartbeatInterval time.Duration

@@ -62,17 +62,42 @@
 // instances have noticed the heartbeat is gone (HeartbeatTTL plus up to one DiscoveryInterval).
 // These are liveness bounds, not safety properties: they depend on Redis being reachable.
 //
+// Link health. A request whose reply is lost may still have taken effect, so an instance that stops
+// hearing from Redis stops writing rather than keep its keys alive blindly (under a one-way
+// partition blind renewals and heartbeats would keep its endpoints from everyone, unpolled). The
+// link becomes unhealthy when a call ends without a reply: a timeout or a network error (a Redis
+// error reply or redis.Nil is a reply and does not count; one such call is enough, including one
+// pipelined batch). While unhealthy the instance sends no heartbeat, acquisition or renewal and
+// runs no discovery; the leases it still holds (a failed renewal has already ended those of its
+// batch) are polled only until their local deadlines.
+// Every RenewInterval/2 it sends PING, bounded by OpTimeout; once a PING is answered it writes its
+// heartbeat, runs one discovery round, becomes healthy, announces itself and runs one renewal pass
+// and one acquire pass (one pipelined batch each, for the endpoints its fresh view assigns it; the
+// others hand their share over by the ordinary rebalance). Releases and Stop's clean-up are still
+// sent while unhealthy (each bounded by OpTimeout): they only delete this instance's keys. Bound:
+// let tf be the end of the first unanswered call, at most HeartbeatInterval + OpTimeout after
+// replies stop (a heartbeat is sent at least that often). No write starts after tf, and one already
+// under way ends within OpTimeout (go-redis re-sends only within the call's bound), so the
+// instance's keys are gone from Redis by tf + OpTimeout + max(LeaseTTL, HeartbeatTTL), and the
+// others poll its endpoints by tf + OpTimeout + max(HeartbeatTTL + DiscoveryInterval, LeaseTTL +
+// RenewInterval): with the defaults, 42s after the first failure and 54s after replies stop, even
+// when its requests still reach Redis (one-way partition).
+//
 // Not guaranteed: single polling when the assumptions above fail (use fencing), any bound while Redis
 // is unreachable (polling stops, by design), and balance while instances disagree about the fleet.
 //
 // # Observability
 //
 // Log events (log/slog, attributes instance, endpoint, token, reason): "acquire ok" (info), acquire
-// failures (debug when held by another or refused by the guard, warn on errors), "renew ok" (debug),
-// "renew failed" (warn), "release handoff|target-removed|stopped" (info), "release lost|renew-failed|
-// expired" (warn). Config.Observe receives the same belief changes as Events. Prometheus collectors
-// are registered on Config.Registerer only, labelled instance=<ID>: tenure_lease_held (gauge),
-// tenure_lease_acquisitions_total{result="ok|held|guard|error"}, tenure_lease_renewal_failures_total,
-// tenure_lease_releases_total{reason} and tenure_lease_handoff_seconds (histogram: from a release
-// notification to taking the released lease).
+// failures (debug when held by another or refused by the guard, warn on errors), "renew ok"
+// (debug), "renew failed" (warn), "release handoff|target-removed|stopped" (info), "release
+// lost|renew-failed|expired" (warn), "redis link unhealthy" (warn, attribute op: the call that
+// went unanswered) and "redis link healthy again" (info). Config.Observe receives the same belief
+// changes as Events. Prometheus collectors are registered on Config.Registerer only, labelled
+// instance=<ID>: tenure_lease_held (gauge),
+// tenure_lease_acquisitions_total{result="ok|held|guard|error"},
+// tenure_lease_renewal_failures_total, tenure_lease_releases_total{reason},
+// tenure_lease_handoff_seconds (histogram: from a release notification to taking the released
+// lease), tenure_lease_link_healthy (gauge, 1 or 0) and tenure_lease_link_unhealthy_total
+// (transitions to unhealthy).
 package lease

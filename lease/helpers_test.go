@@ -165,7 +165,14 @@ func newFleet(t *testing.T, addr string, cfg Config) *fleet {
 // start builds and starts one manager named id with its own client.
 func (f *fleet) start(id string) *Manager {
 	f.t.Helper()
-	m := f.build(id)
+	return f.startAt(id, f.addr)
+}
+
+// startAt is start with the manager's client dialling addr (a proxy in front of Redis, say) and
+// carrying hooks.
+func (f *fleet) startAt(id, addr string, hooks ...redis.Hook) *Manager {
+	f.t.Helper()
+	m := f.buildAt(id, addr, hooks...)
 	ctx, cancel := context.WithCancel(context.Background())
 	require.NoError(f.t, m.Start(ctx))
 	f.mu.Lock()
@@ -182,6 +189,11 @@ func (f *fleet) start(id string) *Manager {
 
 func (f *fleet) build(id string) *Manager {
 	f.t.Helper()
+	return f.buildAt(id, f.addr)
+}
+
+func (f *fleet) buildAt(id, addr string, hooks ...redis.Hook) *Manager {
+	f.t.Helper()
 	cfg := f.cfg
 	cfg.InstanceID = id
 	cfg.Poll = f.log.pollFunc(id)
@@ -190,7 +202,11 @@ func (f *fleet) build(id string) *Manager {
 	f.mu.Lock()
 	cfg.Rand = rand.New(rand.NewSource(f.rnd.Int63()))
 	f.mu.Unlock()
-	m, err := New(newClient(f.t, f.addr), cfg)
+	client := newClient(f.t, addr)
+	for _, h := range hooks {
+		client.AddHook(h)
+	}
+	m, err := New(client, cfg)
 	require.NoError(f.t, err)
 	return m
 }

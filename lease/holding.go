@@ -165,5 +165,6 @@ func (m *Manager) release(h *holding) {
 	runBatch(octx, m.client, m.clock.Now, []*scriptCall{sc})
 	if sc.err != nil && m.runCtx.Err() == nil {
 		m.log.Warn("lease: release call failed (the lease will expire)", "instance", m.id, "endpoint", h.endpoint, "token", h.token, "err", sc.err)
+		m.noteErr("release", sc.err)
 	}
 }

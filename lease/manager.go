@@ -51,6 +51,7 @@ type Manager struct {
 	instances   []string             // live instances at the last discovery
 	notified    map[string]time.Time // endpoint -> when another's release of it was announced
 	stopRelease []*holding           // holdings ended by Stop, released in one batch
+	unhealthy   bool                 // a call got no reply; no writes until a probe is answered (link.go)
 
 	runCtx       context.Context
 	runCancel    context.CancelCauseFunc
@@ -60,6 +61,7 @@ type Manager struct {
 	polls        sync.WaitGroup // per-holding goroutines
 	acquireKick  chan struct{}
 	discoverKick chan struct{}
+	renewKick    chan struct{}
 }
 
 // New validates cfg, fills in defaults and registers metrics. It does not touch Redis. For bounded
@@ -107,6 +109,7 @@ func New(client redis.UniversalClient, cfg Config) (*Manager, error) {
 		notified:     make(map[string]time.Time),
 		acquireKick:  make(chan struct{}, 1),
 		discoverKick: make(chan struct{}, 1),
+		renewKick:    make(chan struct{}, 1),
 	}, nil
 }
 
@@ -183,17 +186,23 @@ func (m *Manager) Start(ctx context.Context) error {
 	m.publish("join " + m.id)
 
 	m.unwatch = context.AfterFunc(ctx, m.crash)
-	m.loops.Add(5)
+	m.metrics.setLinkHealthy(true)
+	m.loops.Add(6)
 	go m.every(m.cfg.HeartbeatInterval, nil, func() {
+		if !m.linkHealthy() {
+			return // the probe loop writes the heartbeat once the link answers again
+		}
 		octx, cancel := m.opCtx()
 		defer cancel()
 		if err := m.heartbeat(octx); err != nil && m.runCtx.Err() == nil {
 			m.log.Warn("lease: heartbeat failed", "instance", m.id, "err", err)
+			m.noteErr("heartbeat", err)
 		}
 	})
 	go m.every(m.cfg.DiscoveryInterval, m.discoverKick, m.discover)
 	go m.every(m.cfg.RenewInterval, m.acquireKick, m.acquirePass)
-	go m.every(m.cfg.RenewInterval, nil, m.renewPass)
+	go m.every(m.cfg.RenewInterval, m.renewKick, m.renewPass)
+	go m.every(m.cfg.RenewInterval/2, nil, m.probe)
 	go m.listen()
 	m.kick(m.acquireKick)
 	m.log.Info("lease: started", "instance", m.id)

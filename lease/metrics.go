@@ -14,6 +14,8 @@ type metrics struct {
 	renewFailures prometheus.Counter
 	releases      *prometheus.CounterVec
 	handoff       prometheus.Histogram
+	linkHealthy   prometheus.Gauge
+	linkFailures  prometheus.Counter
 }
 
 // newMetrics registers the collectors on reg:
@@ -23,6 +25,8 @@ type metrics struct {
 //	tenure_lease_renewal_failures_total  counter  renewals not confirmed (error or timeout)
 //	tenure_lease_releases_total          counter  holdings ended, by reason (see the Reason constants)
 //	tenure_lease_handoff_seconds         histogram time from a release notification to taking the lease
+//	tenure_lease_link_healthy            gauge    1 while the link to Redis is healthy, 0 while not
+//	tenure_lease_link_unhealthy_total    counter  transitions of the link to unhealthy
 func newMetrics(reg prometheus.Registerer, instance string) (*metrics, error) {
 	if reg == nil {
 		return nil, nil
@@ -40,9 +44,13 @@ func newMetrics(reg prometheus.Registerer, instance string) (*metrics, error) {
 		handoff: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "tenure_lease_handoff_seconds", ConstLabels: cl,
 			Help:    "Time from receiving a release notification to acquiring the released lease.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)}),
+		linkHealthy: prometheus.NewGauge(prometheus.GaugeOpts{Name: "tenure_lease_link_healthy", ConstLabels: cl,
+			Help: "1 while the link to Redis is healthy; 0 while a call went unanswered and no probe has been answered since (no writes)."}),
+		linkFailures: prometheus.NewCounter(prometheus.CounterOpts{Name: "tenure_lease_link_unhealthy_total", ConstLabels: cl,
+			Help: "Transitions of the link to Redis to unhealthy (a call timed out or hit a network error)."}),
 	}
 	var errs []error
-	for _, c := range []prometheus.Collector{m.held, m.acquisitions, m.renewFailures, m.releases, m.handoff} {
+	for _, c := range []prometheus.Collector{m.held, m.acquisitions, m.renewFailures, m.releases, m.handoff, m.linkHealthy, m.linkFailures} {
 		errs = append(errs, reg.Register(c))
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -85,4 +93,16 @@ func (m *metrics) handoffSeconds(s float64) {
 	if m != nil {
 		m.handoff.Observe(s)
 	}
+}
+
+func (m *metrics) setLinkHealthy(ok bool) {
+	if m == nil {
+		return
+	}
+	if ok {
+		m.linkHealthy.Set(1)
+		return
+	}
+	m.linkHealthy.Set(0)
+	m.linkFailures.Inc()
 }

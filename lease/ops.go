@@ -2,6 +2,7 @@ package lease
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -38,7 +39,7 @@ func (m *Manager) acquirePass() {
 	defer m.acquireMu.Unlock()
 
 	m.mu.Lock()
-	if m.state != stateRunning {
+	if m.state != stateRunning || m.unhealthy {
 		m.mu.Unlock()
 		return
 	}
@@ -69,6 +70,7 @@ func (m *Manager) acquirePass() {
 	octx, cancel := m.opCtx()
 	runBatch(octx, m.client, m.clock.Now, calls)
 	cancel()
+	m.noteBatch("acquire", calls)
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -110,10 +112,11 @@ func (m *Manager) acquirePass() {
 
 // renewPass renews every held lease in one pipelined round trip. A lease that is confirmed gets a new
 // deadline counted from the send time; one that is gone is lost; one whose renewal errs or times out
-// stops being polled at once (fail closed) and may be re-acquired on a later pass.
+// stops being polled at once (fail closed) and may be re-acquired on a later pass. Nothing is sent
+// while the link is unhealthy: the leases then run out at their local deadlines, and in Redis.
 func (m *Manager) renewPass() {
 	m.mu.Lock()
-	if m.state == stateDone {
+	if m.state == stateDone || m.unhealthy {
 		m.mu.Unlock()
 		return
 	}
@@ -132,6 +135,7 @@ func (m *Manager) renewPass() {
 	octx, cancel := m.opCtx()
 	runBatch(octx, m.client, m.clock.Now, calls)
 	cancel()
+	m.noteBatch("renew", calls)
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -159,23 +163,29 @@ func (m *Manager) renewPass() {
 }
 
 // discover reads the live instances and the targets and recomputes this instance's assignment. On an
-// error the previous view is kept.
+// error the previous view is kept. It does nothing while the link is unhealthy (the probe runs it on
+// recovery).
 func (m *Manager) discover() {
+	if !m.linkHealthy() {
+		return
+	}
+	if err := m.refresh(); err != nil && m.runCtx.Err() == nil {
+		m.log.Warn("lease: discovery failed", "instance", m.id, "err", err)
+	}
+}
+
+// refresh is one discovery round: it only reads. On success it kicks an acquire pass.
+func (m *Manager) refresh() error {
 	ctx, cancel := m.opCtxFor(m.cfg.DiscoveryInterval)
 	defer cancel()
 	nodeKeys, err := scanKeys(ctx, m.client, m.keys.nodePattern())
 	if err != nil {
-		if m.runCtx.Err() == nil {
-			m.log.Warn("lease: discovery of instances failed", "instance", m.id, "err", err)
-		}
-		return
+		m.noteErr("discovery", err)
+		return fmt.Errorf("instances: %w", err)
 	}
 	targets, err := m.targets.Targets(ctx)
 	if err != nil {
-		if m.runCtx.Err() == nil {
-			m.log.Warn("lease: discovery of targets failed", "instance", m.id, "err", err)
-		}
-		return
+		return fmt.Errorf("targets: %w", err) // a TargetSource may not use this link: not counted
 	}
 	prefix := m.keys.node("")
 	insts := []string{m.id} // we are alive even if our heartbeat was lost with a restarted Redis
@@ -205,6 +215,7 @@ func (m *Manager) discover() {
 	}
 	m.mu.Unlock()
 	m.kick(m.acquireKick)
+	return nil
 }
 
 func (m *Manager) opCtxFor(d time.Duration) (context.Context, context.CancelFunc) {
@@ -231,6 +242,7 @@ func (m *Manager) publish(msg string) {
 	defer cancel()
 	if err := m.client.Publish(octx, m.keys.channel(), msg).Err(); err != nil && m.runCtx.Err() == nil {
 		m.log.Warn("lease: publish failed", "instance", m.id, "err", err)
+		m.noteErr("publish", err)
 	}
 }
 

@@ -84,6 +84,9 @@ var all = []sim.Scenario{
 		Name: "one-way-partition", Description: "A holder's requests reach Redis but its replies are lost for 70 s: its writes take effect unseen, yet its endpoints must move to others within the failover bound.",
 		Instances: 3, Endpoints: 9, Duration: 170 * s, Steps: chaos.Schedule{{At: 60 * s, For: 70 * s, Fault: chaos.Partition{Of: "ep-0", OneWay: true}}},
 		Steady: w(155*s, 170*s), ExpectBalance: true,
+		// Writes keep landing until the holder notices it gets no replies (up to one heartbeat interval
+		// plus a call timeout), and the lease runs a full TTL from the last one that landed.
+		FailoverBound: 60 * s,
 	},
 	{
 		Name: "latency", Description: "Every link slows to 600 ms ± 300 ms per round trip; slow replies must never extend a belief.",

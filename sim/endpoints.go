@@ -32,10 +32,22 @@ func newEndpointService(rec *history.Recorder, fencing bool, pollDuration time.D
 	return &endpointService{rec: rec, fencing: fencing, duration: pollDuration, maxToken: map[string]uint64{}}
 }
 
-// Poll serves one poll. It takes the poll's duration unless ctx ends first.
-func (s *endpointService) Poll(ctx context.Context, instance, endpoint string, token uint64) error {
-	at := s.rec.Now()
+// barrier returns once every poll that is arriving has been stamped: a caller that marks an instance
+// dead and then passes the barrier knows that no poll from it arrives afterwards.
+func (s *endpointService) barrier() {
 	s.mu.Lock()
+	s.mu.Unlock() //nolint:staticcheck // an empty critical section is the point
+}
+
+// Poll serves one poll. It takes the poll's duration unless ctx ends first. alive is checked as the
+// poll arrives: a poll from an instance that is no longer alive never reaches the endpoint.
+func (s *endpointService) Poll(ctx context.Context, instance, endpoint string, token uint64, alive func() bool) error {
+	s.mu.Lock()
+	if !alive() {
+		s.mu.Unlock()
+		return errDead
+	}
+	at := s.rec.Now()
 	prev := s.maxToken[endpoint]
 	refused := s.fencing && token < prev
 	if !refused && token > prev {

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand"
@@ -29,6 +30,7 @@ type runner struct {
 	classifier OpClassifier
 	logger     *slog.Logger
 	pg         *pgTarget // set for systems that use PostgreSQL
+	linkPrefix string    // names proxies on a shared toxiproxy-server
 
 	mu      sync.Mutex
 	holders map[string]string // endpoint -> instance that last reported holding it
@@ -90,7 +92,9 @@ func (r *runner) StartInstance(ctx context.Context) (string, error) {
 	if r.pg != nil {
 		upstream, clientAddr = r.pg.addr, r.backend.Addr()
 	}
-	link, err := r.proxies.NewLink(id, upstream)
+	// The proxy is named by slot, so that whatever a link derives from its name (the latency jitter
+	// seed) follows the run's seed and not the clock in the instance ID.
+	link, err := r.proxies.NewLink(fmt.Sprintf("%sslot-%d", r.linkPrefix, slot), upstream)
 	if err != nil {
 		return "", err
 	}
@@ -109,9 +113,10 @@ func (r *runner) StartInstance(ctx context.Context) (string, error) {
 		// followed by retries are one of the faults a lease must survive.
 		MaxRetries: 3,
 	})
-	in.client.AddHook(&recordingHook{instance: id, rec: r.rec, classifier: r.classifier, defaults: defaultClassifier{leasePrefix: r.keyPrefix + "lease:"}})
+	in.client.AddHook(&recordingHook{instance: id, rec: r.rec, classifier: r.classifier, dead: in.dead.Load,
+		defaults: defaultClassifier{leasePrefix: r.keyPrefix + "lease:"}})
 	cfg := InstanceConfig{
-		ID: id, Client: in.client, Clock: in.clock, Timing: r.timing,
+		ID: id, Seed: instanceSeed(r.o.Seed, slot), Client: in.client, Clock: in.clock, Timing: r.timing,
 		KeyPrefix: r.keyPrefix, SessionPrefix: r.sessions.prefix,
 		Poll: in.poll(r.svc), Observe: in.observe(r.rec, r.believe),
 		Logger: r.logger.With("instance", id), Targets: r.sessions.IDs(),
@@ -140,24 +145,52 @@ func (r *runner) StartInstance(ctx context.Context) (string, error) {
 	r.live[pos] = in
 	r.mu.Unlock()
 	r.rec.Add(history.Event{Kind: history.KindLifecycle, At: r.rec.Now(), Instance: id, Lifecycle: &history.Lifecycle{Change: history.LifeStarted}})
-	if err := sut.Start(ictx); err != nil {
-		r.kill(in)
-		return "", fmt.Errorf("sim: %s: start instance %s: %w", r.o.System.Name(), id, err)
+	// Start's context is the instance's lifetime (cancelling it is a crash), so the caller's ctx is
+	// watched separately: an interrupted run must not wait on a start that hangs.
+	started := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			cancel()
+		case <-started:
+		}
+	}()
+	err = sut.Start(ictx)
+	close(started)
+	if err == nil && ctx.Err() != nil {
+		err = ctx.Err()
+	}
+	if err != nil {
+		kerr := r.kill(in)
+		r.rec.Add(history.Event{Kind: history.KindLifecycle, At: r.rec.Now(), Instance: id, Lifecycle: &history.Lifecycle{Change: history.LifeCrashed}})
+		return "", errors.Join(fmt.Errorf("sim: %s: start instance %s: %w", r.o.System.Name(), id, err), kerr)
 	}
 	return id, nil
 }
 
-// kill cuts an instance's network and cancels its work, in that order, so nothing it does on the way
-// out reaches the backend or the endpoints.
-func (r *runner) kill(in *vinstance) {
+// instanceSeed mixes the run's seed with a slot number.
+func instanceSeed(seed int64, slot int) int64 {
+	return int64(uint64(seed) ^ uint64(slot+1)*0x9E3779B97F4A7C15)
+}
+
+// kill marks an instance dead, cuts its network and cancels its work, in that order, so nothing it
+// does on the way out reaches the backend or the endpoints. A poll that arrived at an endpoint before
+// the instance was marked dead was in flight when it died; the endpoint service's barrier guarantees
+// that none arrives after.
+func (r *runner) kill(in *vinstance) error {
 	if in.dead.Swap(true) {
-		return
+		return nil
 	}
-	_ = in.link.Cut()
+	r.svc.barrier()
+	err := in.link.Kill()
 	in.gate.thaw()
 	in.cancel()
 	_ = in.client.Close()
 	r.remove(in)
+	if err != nil {
+		return fmt.Errorf("sim: cut the link of %s: %w", in.id, err)
+	}
+	return nil
 }
 
 // Crash implements chaos.Env.
@@ -166,9 +199,9 @@ func (r *runner) Crash(id string) error {
 	if err != nil {
 		return err
 	}
-	r.kill(in)
+	err = r.kill(in)
 	r.rec.Add(history.Event{Kind: history.KindLifecycle, At: r.rec.Now(), Instance: id, Lifecycle: &history.Lifecycle{Change: history.LifeCrashed}})
-	return nil
+	return err
 }
 
 // Stop implements chaos.Env: a graceful stop bounded by two lease TTLs.
@@ -180,12 +213,12 @@ func (r *runner) Stop(ctx context.Context, id string) error {
 	sctx, cancel := context.WithTimeout(ctx, 2*r.timing.LeaseTTL)
 	defer cancel()
 	serr := in.sut.Stop(sctx)
-	r.kill(in)
+	kerr := r.kill(in)
 	r.rec.Add(history.Event{Kind: history.KindLifecycle, At: r.rec.Now(), Instance: id, Lifecycle: &history.Lifecycle{Change: history.LifeStopped}})
 	if serr != nil {
-		return fmt.Errorf("sim: graceful stop of %s: %w", id, serr)
+		return errors.Join(fmt.Errorf("sim: graceful stop of %s: %w", id, serr), kerr)
 	}
-	return nil
+	return kerr
 }
 
 // Freeze implements chaos.Env.
@@ -196,6 +229,8 @@ func (r *runner) Freeze(id string) error {
 	}
 	in.gate.freeze()
 	if err := in.link.Partition(); err != nil {
+		in.gate.thaw()
+		_ = in.link.Heal()
 		return err
 	}
 	r.rec.Add(history.Event{Kind: history.KindLifecycle, At: r.rec.Now(), Instance: id, Lifecycle: &history.Lifecycle{Change: history.LifePaused}})
@@ -277,6 +312,6 @@ func (r *runner) crashAll() {
 	live := append([]*vinstance(nil), r.live...)
 	r.mu.Unlock()
 	for _, in := range live {
-		r.kill(in)
+		_ = r.kill(in) // the run is over; a link that will not close is closed with the proxies
 	}
 }

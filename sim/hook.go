@@ -22,12 +22,18 @@ type recordingHook struct {
 	rec        *history.Recorder
 	classifier OpClassifier
 	defaults   defaultClassifier
+	// dead reports whether the instance has crashed: what a dead instance's leftover goroutines still
+	// try to send never leaves (its link is cut), so it is not recorded.
+	dead func() bool
 }
 
 func (h *recordingHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (h *recordingHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
+		if h.dead != nil && h.dead() {
+			return next(ctx, cmd)
+		}
 		at := h.rec.Now()
 		err := next(ctx, cmd)
 		h.record(at, h.rec.Now(), cmd, err)
@@ -37,6 +43,9 @@ func (h *recordingHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 
 func (h *recordingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if h.dead != nil && h.dead() {
+			return next(ctx, cmds)
+		}
 		at := h.rec.Now()
 		err := next(ctx, cmds)
 		end := h.rec.Now()
@@ -90,10 +99,22 @@ func (h *recordingHook) record(at, end time.Duration, cmd redis.Cmder, err error
 	h.rec.Add(ev)
 }
 
-// isServerError reports whether err is an error reply from Redis (as opposed to a network failure).
+// isServerError reports whether err is an error reply from Redis that proves the command had no effect
+// (as opposed to a network failure). The hook sits outside go-redis's retry loop, so a retryable reply
+// (LOADING, READONLY, TRYAGAIN, ...) may follow an earlier attempt whose reply was lost and which did
+// take effect: those are not proof of anything.
 func isServerError(err error) bool {
 	var re redis.Error
-	return errors.As(err, &re) && !errors.Is(err, redis.Nil) && !isNetError(err)
+	if !errors.As(err, &re) || errors.Is(err, redis.Nil) || isNetError(err) {
+		return false
+	}
+	msg := err.Error()
+	for _, p := range []string{"LOADING", "READONLY", "TRYAGAIN", "CLUSTERDOWN", "MASTERDOWN", "ERR max number of clients"} {
+		if strings.HasPrefix(msg, p) {
+			return false
+		}
+	}
+	return true
 }
 
 func isNetError(err error) bool {
@@ -213,8 +234,8 @@ func (d defaultClassifier) Classify(args []any, reply any, err error) history.Op
 		op.Kind, op.Owner, op.TTL = history.OpAcquire, fmt.Sprint(args[2]), ttl
 		op.OK = err == nil && (reply == "OK" || reply == true)
 	case "pexpire", "expire":
-		// An unconditional renewal: it extends whoever holds the key.
-		if len(args) < 3 {
+		// An unconditional renewal: it extends whoever holds the key. With NX/XX/GT/LT it is not.
+		if len(args) != 3 {
 			return op
 		}
 		n, _ := strconv.ParseInt(fmt.Sprint(args[2]), 10, 64)
@@ -223,7 +244,7 @@ func (d defaultClassifier) Classify(args []any, reply any, err error) history.Op
 			unit = time.Second
 		}
 		op.Kind, op.Owner, op.TTL = history.OpRenew, history.AnyOwner, time.Duration(n)*unit
-		op.OK = err == nil && reply == true
+		op.OK = err == nil && (reply == true || reply == int64(1))
 	case "del":
 		if len(args) != 2 {
 			return op

@@ -42,10 +42,7 @@ func (in *vinstance) poll(svc *endpointService) func(ctx context.Context, endpoi
 		// A frozen instance stops here, after it decided to poll and before the request leaves. When it
 		// wakes, the request goes out whatever happened meanwhile, as it would from a paused process.
 		in.gate.wait()
-		if in.dead.Load() {
-			return errDead
-		}
-		return svc.Poll(ctx, in.id, endpoint, token)
+		return svc.Poll(ctx, in.id, endpoint, token, func() bool { return !in.dead.Load() })
 	}
 }
 

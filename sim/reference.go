@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"math/rand"
 	"strconv"
 	"strings"
 	"time"
@@ -40,6 +41,7 @@ func (r Reference) NewInstance(c InstanceConfig) (Instance, error) {
 	cfg.DriftBound = c.Timing.DriftBound
 	cfg.SafetyMargin = c.Timing.LeaseTTL / 30
 	cfg.Clock = c.Clock
+	cfg.Rand = rand.New(rand.NewSource(c.Seed))
 	cfg.Logger = c.Logger
 	poll := c.Poll
 	cfg.Poll = func(ctx context.Context, p lease.Poll) error { return poll(ctx, p.Endpoint, p.Token) }

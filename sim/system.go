@@ -39,6 +39,8 @@ type Instance interface {
 type InstanceConfig struct {
 	// ID is the instance's identity (hostname-bootUnixNano-8hex for the reference).
 	ID string
+	// Seed is this instance's share of the run's seed: seed every random choice (jitter) from it.
+	Seed int64
 	// Client reaches Redis through this instance's own fault-injecting proxy, with a recording hook.
 	Client redis.UniversalClient
 	// Clock is this instance's clock (real, or drifting).
@@ -104,8 +106,9 @@ type Timing struct {
 
 // OpClassifier is an optional capability of a System: it tells the recorder what a Redis command means
 // in the lease model (acquire, renew, release, read). Commands it does not claim fall back to the
-// built-in classifier, which understands SET NX PX/EX, SET XX, PEXPIRE/EXPIRE, DEL and GET. Scripts
-// (EVAL/EVALSHA) are only modelled when a classifier claims them.
+// built-in classifier, which understands, on <prefix>lease:<endpoint> keys, SET NX with PX/EX
+// (acquire), PEXPIRE/EXPIRE without flags (an unconditional renew), DEL of one key (an unconditional
+// release) and GET (read). Scripts (EVAL/EVALSHA) are only modelled when a classifier claims them.
 type OpClassifier interface {
 	// Classify returns the model operation for args (as go-redis Cmder.Args) and its reply. ok is false
 	// for commands it does not recognise. reply is nil and err is set when no reply was seen.
