@@ -142,3 +142,30 @@ func TestScaleScalesFaultDurations(t *testing.T) {
 	require.Equal(t, 4*time.Second, got[0].For)
 	require.Equal(t, 60*time.Millisecond, got[0].Fault.(chaos.Latency).Latency)
 }
+
+func TestValidate(t *testing.T) {
+	sessions := []string{"ep-0", "ep-1"}
+	for name, tc := range map[string]struct {
+		s    chaos.Schedule
+		want string
+	}{
+		"fine": {chaos.Schedule{{At: 1, Fault: chaos.Crash{Slot: 2}}, {At: 2, Fault: chaos.Partition{Slot: 1}},
+			{At: 3, Fault: chaos.SessionChange{Change: "add", ID: "ep-9"}}, {At: 4, Fault: chaos.Pause{Of: "ep-9"}}}, ""},
+		"slot beyond the fleet":   {chaos.Schedule{{At: 1, Fault: chaos.Stop{Slot: 3}}}, "only 3 instances"},
+		"slot gone after a crash": {chaos.Schedule{{At: 1, Fault: chaos.Crash{Slot: 0}}, {At: 2, Fault: chaos.Crash{Slot: 2}}}, "only 2 instances"},
+		"started slot is fine":    {chaos.Schedule{{At: 1, Fault: chaos.Start{Count: 1}}, {At: 2, Fault: chaos.Crash{Slot: 3}}}, ""},
+		"unknown holder":          {chaos.Schedule{{At: 1, Fault: chaos.Partition{Of: "ep-7"}}}, "not a session"},
+		"unknown session":         {chaos.Schedule{{At: 1, Fault: chaos.SessionChange{Change: "pause", ID: "nope"}}}, "does not exist"},
+		"removed then paused": {chaos.Schedule{{At: 1, Fault: chaos.SessionChange{Change: "remove", ID: "ep-1"}},
+			{At: 2, Fault: chaos.SessionChange{Change: "pause", ID: "ep-1"}}}, "does not exist"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := chaos.Validate(tc.s, 3, sessions)
+			if tc.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+}

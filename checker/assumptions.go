@@ -54,10 +54,19 @@ func checkAssumptions(idx *index) Result {
 			break
 		}
 	}
+	var failedFaults []string
+	for _, e := range idx.faults {
+		if e.Fault.Err != "" {
+			failedFaults = append(failedFaults, fmt.Sprintf("%s %s: %s", e.Fault.ID, e.Fault.Name, e.Fault.Err))
+		}
+	}
 	switch {
 	case len(problems) > 0:
 		res.Outcome = Violated
 		res.Message = "the history cannot be judged: " + strings.Join(problems, "; ")
+	case len(failedFaults) > 0:
+		res.Outcome = Unknown
+		res.Message = "the run did not go as scheduled, so a pass would mean nothing: " + strings.Join(failedFaults, "; ")
 	case m.Interrupted:
 		res.Outcome = Unknown
 		res.Message = fmt.Sprintf("the run was interrupted at %v: the history is partial, so only safety can be judged; re-run it to completion", idx.end)

@@ -119,3 +119,14 @@ func TestCheckInterruptedStillFindsUnsafety(t *testing.T) {
 	require.Equal(t, Skipped, f.Outcome)
 	require.Contains(t, f.Message, "interrupted")
 }
+
+// A fault that could not be applied means the scenario did not run as written: never a pass.
+func TestFailedFaultIsUnknown(t *testing.T) {
+	b := crashBase()
+	b.add(history.Event{Kind: history.KindFault, At: 5 * time.Second, End: 5 * time.Second,
+		Fault: &history.Fault{ID: "f1", Name: "crash", Err: "chaos: nobody holds that endpoint: ep-9"}})
+	rep := Check(b.build(), DefaultOptions())
+	require.Equal(t, Unknown, rep.Results[0].Outcome)
+	require.Contains(t, rep.Results[0].Message, "did not go as scheduled")
+	require.False(t, rep.OK())
+}

@@ -136,6 +136,9 @@ type Fault struct {
 	// Removes is set when the fault removes the targets from the fleet for good (crash, stop): their
 	// endpoints must then fail over to live instances.
 	Removes bool `json:"removes,omitempty"`
+	// Err is set when the fault could not be applied or ended as scheduled: the run did not go as
+	// written, and no verdict drawn from it is a pass.
+	Err string `json:"err,omitempty"`
 }
 
 // LifecycleChange names an instance lifecycle transition.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tenurelabs/tenure/chaos"
 	"github.com/tenurelabs/tenure/history"
+	"github.com/tenurelabs/tenure/internal/redisserver"
 )
 
 // Options configure one run.
@@ -65,8 +66,12 @@ type Result struct {
 	History history.History
 	// Schedule is the fault schedule at run time (scaled).
 	Schedule chaos.Schedule
-	// FaultErrors lists faults that could not be applied or ended.
+	// FaultErrors lists faults that could not be applied or ended. Such a run did not go as written; the
+	// history records the error with the fault and the checker's verdict is unknown.
 	FaultErrors []string
+	// CleanupErrors lists what could not be cleaned up after a completed run (a server that would not
+	// stop, a table that would not drop). The history is still valid.
+	CleanupErrors []string
 }
 
 // ErrOptions is wrapped by every error about impossible options; nothing has started when it is
@@ -104,6 +109,21 @@ func Plan(o Options) (chaos.Schedule, Timing, error) {
 		}
 		steps = append(steps, more...)
 	}
+	sessions := make([]string, sc.Endpoints)
+	for i := range sessions {
+		sessions[i] = endpointName(i)
+	}
+	if err := chaos.Validate(steps, sc.Instances, sessions); err != nil {
+		return nil, Timing{}, fmt.Errorf("%w: scenario %s: %v", ErrOptions, sc.Name, err)
+	}
+	if err := CheckBackendSpec(o.Backend); err != nil {
+		return nil, Timing{}, fmt.Errorf("%w: %v", ErrOptions, err)
+	}
+	if kill, pause := needsControl(steps); kill || pause {
+		if why := lacksControl(o.Backend, pause); why != "" {
+			return nil, Timing{}, fmt.Errorf("%w: scenario %s needs to kill or pause Redis, which %s; use --redis server", chaos.ErrUnsupported, sc.Name, why)
+		}
+	}
 	return steps.Scale(o.TimeScale), timing, nil
 }
 
@@ -131,6 +151,28 @@ func needsControl(s chaos.Schedule) (kill, pause bool) {
 	return
 }
 
+// lacksControl says why the backend named by spec cannot carry out a schedule that kills (and, when
+// pause is set, pauses) Redis, or "" when it can.
+func lacksControl(spec string, pause bool) string {
+	if spec == "" || spec == "auto" {
+		if _, ok := redisserver.Available(); ok {
+			return ""
+		}
+		spec = "embedded"
+	}
+	switch {
+	case spec == "server":
+		return ""
+	case spec == "embedded" && pause:
+		return "the embedded Redis (chosen because no redis-server is installed, or asked for) cannot pause"
+	case spec == "embedded":
+		return ""
+	case spec == "container":
+		return "the container backend does not do"
+	}
+	return "an external Redis is not the harness's to do"
+}
+
 // Run executes one scenario against a fresh backend and returns its history. Setup errors (bad options,
 // no backend) are returned before anything is left running. When ctx is cancelled the run stops early,
 // every fault is ended, every instance and process stopped, and the partial history returned with
@@ -147,15 +189,19 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	if err != nil {
 		return res, err
 	}
-	defer func() { err = errors.Join(err, backend.Close()) }()
-	if kill, pause := needsControl(schedule); kill || pause {
-		if _, embedded := backend.(*embeddedBackend); (pause && embedded) || backend.Shared() {
-			return res, fmt.Errorf("%w: scenario %s needs to kill or pause Redis, which %s cannot do: use --redis server", chaos.ErrUnsupported, sc.Name, backend.Describe())
+	// cleanup reports an error of the clean-up after a run: into err while setting up (nothing usable
+	// was produced), into res.CleanupErrors once a history exists.
+	cleanup := func(cerr error) {
+		if cerr == nil {
+			return
 		}
-		if _, ok := backend.(*containerBackend); ok {
-			return res, fmt.Errorf("%w: scenario %s needs to kill or pause Redis: use --redis server", chaos.ErrUnsupported, sc.Name)
+		if len(res.History.Events) > 0 {
+			res.CleanupErrors = append(res.CleanupErrors, cerr.Error())
+			return
 		}
+		err = errors.Join(err, cerr)
 	}
+	defer func() { cleanup(backend.Close()) }()
 
 	var proxies chaos.Proxies
 	if o.Toxiproxy != "" {
@@ -167,7 +213,7 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	} else {
 		proxies = chaos.NewEmbedded(o.Seed)
 	}
-	defer func() { err = errors.Join(err, proxies.Close()) }()
+	defer func() { cleanup(proxies.Close()) }()
 
 	rng := rand.New(rand.NewSource(o.Seed))
 	// The run's name for what it creates on shared servers (key namespace, PostgreSQL table). It must be
@@ -209,7 +255,7 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 		if perr != nil {
 			return res, perr
 		}
-		defer func() { err = errors.Join(err, pg.close()) }()
+		defer func() { cleanup(pg.close()) }()
 		r.pg = pg
 	}
 	defer func() {
@@ -217,12 +263,12 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 		defer cancel()
 		r.crashAll()
 		if backend.Shared() {
-			err = errors.Join(err, r.sessions.deleteAll(cctx), deleteNamespace(cctx, admin, ns))
+			cleanup(errors.Join(r.sessions.deleteAll(cctx), deleteNamespace(cctx, admin, ns)))
 		}
 	}()
 
 	for i := 0; i < sc.Endpoints; i++ {
-		if err := r.sessions.Add(ctx, endpointName(i, sc.Endpoints)); err != nil {
+		if err := r.sessions.Add(ctx, endpointName(i)); err != nil {
 			return res, err
 		}
 	}
@@ -265,10 +311,12 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 			if !fr.IsFault {
 				return
 			}
-			rec.Add(history.Event{Kind: history.KindFault, At: fr.Start, End: fr.End, Fault: &history.Fault{
-				ID: fr.ID, Name: fr.Name, Targets: fr.Applied.Targets, Params: fr.Applied.Params,
-				Wipes: fr.Applied.Wipes, Removes: fr.Applied.Removes,
-			}})
+			hf := &history.Fault{ID: fr.ID, Name: fr.Name, Targets: fr.Applied.Targets, Params: fr.Applied.Params,
+				Wipes: fr.Applied.Wipes, Removes: fr.Applied.Removes}
+			if fr.Err != nil {
+				hf.Err = fr.Err.Error()
+			}
+			rec.Add(history.Event{Kind: history.KindFault, At: fr.Start, End: fr.End, Fault: hf})
 		},
 	}
 	done := make(chan struct{})
@@ -341,17 +389,9 @@ func failoverBound(sc Scenario, t Timing, scale float64) time.Duration {
 	return FailoverBound(t)
 }
 
-func endpointName(i, n int) string {
-	switch {
-	case n <= 10:
-		return fmt.Sprintf("ep-%d", i)
-	case n <= 100:
-		return fmt.Sprintf("ep-%02d", i)
-	case n <= 1000:
-		return fmt.Sprintf("ep-%03d", i)
-	}
-	return fmt.Sprintf("ep-%05d", i)
-}
+// endpointName names the i-th session. Names do not depend on the count, so a scenario that names
+// "ep-0" means the same endpoint whatever --endpoints says.
+func endpointName(i int) string { return fmt.Sprintf("ep-%d", i) }
 
 func sleepCtx(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)

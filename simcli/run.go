@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -57,21 +58,22 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.Func("instances", "override the scenario's initial fleet size", positive(&f.instances))
 	fs.Func("endpoints", "override the scenario's number of endpoints", positive(&f.endpoints))
 	fs.Func("seed", "seed for every random choice (default: drawn from the clock and printed)", func(s string) error {
-		_, err := fmt.Sscan(s, &f.seed)
-		f.seedSet = err == nil
+		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
-			return fmt.Errorf("want an integer, got %q", s)
+			return fmt.Errorf("want a decimal integer, got %q", s)
 		}
+		f.seed, f.seedSet = n, true
 		return nil
 	})
 	fs.Func("time-scale", "multiply every spec duration (0.1 = ten times faster; default: the suite's, else 0.1)", func(s string) error {
-		if _, err := fmt.Sscan(s, &f.timeScale); err != nil {
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
 			return fmt.Errorf("want a number, got %q", s)
 		}
-		if f.timeScale <= 0 {
+		if v <= 0 {
 			return fmt.Errorf("must be > 0 (got %s): 1 is spec time, 0.1 ten times faster", s)
 		}
-		f.timeScaleSet = true
+		f.timeScale, f.timeScaleSet = v, true
 		return nil
 	})
 	fs.StringVar(&f.redis, "redis", "auto", "backend: auto, server, embedded, addr=HOST:PORT or container")
@@ -159,6 +161,11 @@ type result struct {
 // runJobs runs the jobs on f.parallel workers and returns their rows and suite entries in job order. A
 // soak keeps adding jobs (next seed) until its duration is spent.
 func runJobs(ctx context.Context, f *runFlags, jobs []job, base string, stdout, stderr io.Writer) ([]summaryRow, []reports.SuiteEntry, int, error) {
+	baseExisted := false
+	if base != "" {
+		_, err := os.Stat(base)
+		baseExisted = err == nil
+	}
 	out := &syncWriter{w: stdout}
 	deadline := time.Now().Add(f.duration)
 	var mu sync.Mutex
@@ -237,10 +244,14 @@ func runJobs(ctx context.Context, f *runFlags, jobs []job, base string, stdout, 
 	}
 	if ctx.Err() != nil {
 		printSummary(out, rows)
-		return rows, entries, ExitInterrupted, fmt.Errorf("interrupted: partial histories saved under %s", jobs[0].dir)
+		where := jobs[0].dir
+		if base != "" {
+			where = base
+		}
+		return rows, entries, ExitInterrupted, fmt.Errorf("interrupted: partial histories saved under %s", where)
 	}
 	if firstErr != nil {
-		if base != "" && len(rows) == 0 {
+		if base != "" && len(rows) == 0 && !baseExisted {
 			_ = os.RemoveAll(base) // nothing ran: leave no half-run behind
 		}
 		return rows, entries, ExitUsage, firstErr
@@ -351,6 +362,9 @@ func replay(o sim.Options, f runFlags) string {
 	if f.toxiproxy != "" {
 		parts = append(parts, "--toxiproxy "+f.toxiproxy)
 	}
+	if f.postgres != "" && o.Scenario.System == "election-postgres" {
+		parts = append(parts, "--postgres "+f.postgres)
+	}
 	return strings.Join(parts, " ")
 }
 
@@ -366,6 +380,12 @@ func replaySet(f runFlags, names []string) string {
 	if f.systemSet {
 		parts = append(parts, "--system "+f.system)
 	}
+	if f.toxiproxy != "" {
+		parts = append(parts, "--toxiproxy "+f.toxiproxy)
+	}
+	if f.postgres != "" {
+		parts = append(parts, "--postgres "+f.postgres)
+	}
 	if f.instances > 0 {
 		parts = append(parts, fmt.Sprintf("--instances %d", f.instances))
 	}
@@ -377,10 +397,13 @@ func replaySet(f runFlags, names []string) string {
 
 // runOne runs a job, checks it and writes its reports, even when interrupted.
 func runOne(ctx context.Context, j job, quiet bool, stdout, stderr io.Writer) (summaryRow, reports.SuiteEntry, error) {
+	_, statErr := os.Stat(j.dir)
+	created := os.IsNotExist(statErr)
 	if err := os.MkdirAll(j.dir, 0o755); err != nil {
 		return summaryRow{}, reports.SuiteEntry{}, fmt.Errorf("create output directory: %w", err)
 	}
-	logf, err := os.Create(filepath.Join(j.dir, "instances.log"))
+	logPath := filepath.Join(j.dir, "instances.log")
+	logf, err := os.Create(logPath)
 	if err != nil {
 		return summaryRow{}, reports.SuiteEntry{}, err
 	}
@@ -399,11 +422,20 @@ func runOne(ctx context.Context, j job, quiet bool, stdout, stderr io.Writer) (s
 		fmt.Fprint(stderr, "\r\033[K")
 	}
 	if err != nil {
-		_ = os.RemoveAll(j.dir) // nothing ran: leave no half-run behind
+		// Nothing ran: leave no half-run behind, and nothing of the user's touched.
+		_ = logf.Close()
+		if created {
+			_ = os.RemoveAll(j.dir)
+		} else {
+			_ = os.Remove(logPath)
+		}
 		return summaryRow{}, reports.SuiteEntry{}, fmt.Errorf("%s: %w", o.Scenario.Name, err)
 	}
 	for _, fe := range res.FaultErrors {
-		fmt.Fprintf(stderr, "warning: %s: fault failed: %s\n", o.Scenario.Name, fe)
+		fmt.Fprintf(stderr, "warning: %s: fault failed, the verdict will be unknown: %s\n", o.Scenario.Name, fe)
+	}
+	for _, ce := range res.CleanupErrors {
+		fmt.Fprintf(stderr, "warning: %s: clean-up after the run: %s\n", o.Scenario.Name, ce)
 	}
 	if err := os.WriteFile(filepath.Join(j.dir, "schedule.txt"), []byte(res.Schedule.String()), 0o644); err != nil {
 		return summaryRow{}, reports.SuiteEntry{}, err

@@ -53,6 +53,12 @@ Exit status: 0 all invariants held, 1 an invariant was violated or undecided, 2 
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// After the first signal the default handling comes back: a second Ctrl-C ends simrun at once
+	// (its children still die with it: Pdeathsig).
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return ExitUsage

@@ -41,6 +41,10 @@ func TestBadInputIsAUsageErrorAndLeavesNothing(t *testing.T) {
 		"negative scale":     {[]string{"run", "crash-failover", "--time-scale", "-1", "--out", out}, "must be > 0"},
 		"zero instances":     {[]string{"run", "crash-failover", "--instances", "0", "--out", out}, "at least 1"},
 		"too many":           {[]string{"run", "crash-failover", "--instances", "100000", "--out", out}, "more than"},
+		"NaN time scale":     {[]string{"run", "crash-failover", "--time-scale", "NaN", "--out", out}, "want a number"},
+		"bad seed":           {[]string{"run", "crash-failover", "--seed", "12abc", "--out", out}, "want a decimal integer"},
+		"slot beyond fleet":  {[]string{"run", "scale-down-3-to-2", "--instances", "2", "--out", out}, "only 2 instances"},
+		"pause on embedded":  {[]string{"run", "redis-pause", "--redis", "embedded", "--out", out}, "cannot pause"},
 		"zero parallel":      {[]string{"run", "crash-failover", "--parallel", "0", "--out", out}, "--parallel must be at least 1"},
 		"unknown system":     {[]string{"run", "crash-failover", "--system", "nope", "--out", out}, "known: "},
 		"unknown backend":    {[]string{"run", "crash-failover", "--redis", "bogus", "--out", out}, "auto, server, embedded"},
@@ -57,6 +61,20 @@ func TestBadInputIsAUsageErrorAndLeavesNothing(t *testing.T) {
 			require.True(t, os.IsNotExist(err), "a bad invocation must leave no output behind")
 		})
 	}
+}
+
+// A run that fails to start must not delete a directory the user already had.
+func TestFailedRunKeepsTheUsersDirectory(t *testing.T) {
+	dir := t.TempDir()
+	mine := filepath.Join(dir, "precious.txt")
+	require.NoError(t, os.WriteFile(mine, []byte("keep me"), 0o644))
+	t.Setenv("PATH", t.TempDir()) // no redis-server: --redis server fails at setup
+	code, _, stderr := run(t, "run", "crash-failover", "--redis", "server", "--out", dir)
+	require.Equal(t, simcli.ExitUsage, code, stderr)
+	require.Contains(t, stderr, "apt-get install redis-server")
+	require.FileExists(t, mine)
+	_, err := os.Stat(filepath.Join(dir, "instances.log"))
+	require.True(t, os.IsNotExist(err), "the run's own files are removed")
 }
 
 func TestListNamesEverything(t *testing.T) {

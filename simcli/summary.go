@@ -142,6 +142,11 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	if err != nil {
 		return ExitUsage, err
 	}
+	fs.Visit(func(fl *flag.Flag) { f.systemSet = f.systemSet || fl.Name == "system" })
+	if !f.seedSet {
+		f.seed = time.Now().UnixNano() % 1_000_000_000
+	}
+	fmt.Fprintf(stdout, "seeds %d..%d\n", f.seed, f.seed+int64(*runs)-1)
 	if len(names) == 0 {
 		names = []string{"crash-failover"}
 	}
