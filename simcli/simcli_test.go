@@ -224,3 +224,29 @@ func TestKilledSimrunLeavesNoOrphans(t *testing.T) {
 		return true
 	}, 10*time.Second, 20*time.Millisecond, "redis-server children must die with simrun")
 }
+
+// Saved histories of real runs are re-checked: the naive design's double polls in a partition must
+// still be caught, and the reference's run of the same scenario must still pass.
+func TestReportRechecksSavedHistories(t *testing.T) {
+	for _, tc := range []struct {
+		dir  string
+		code int
+		want string
+	}{
+		{"naive-redis-partition", simcli.ExitViolated, "VIOLATED"},
+		{"reference-redis-partition", simcli.ExitOK, "1 passed, 0 failed"},
+	} {
+		t.Run(tc.dir, func(t *testing.T) {
+			dir := t.TempDir()
+			b, err := os.ReadFile(filepath.Join("testdata", tc.dir, "history.jsonl"))
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "history.jsonl"), b, 0o644))
+			code, out, stderr := run(t, "report", dir)
+			require.Equal(t, tc.code, code, out+stderr)
+			require.Contains(t, out, tc.want)
+			for _, f := range []string{"report.html", "linearizability.html", "summary.md", "result.json", "junit.xml"} {
+				require.FileExists(t, filepath.Join(dir, f))
+			}
+		})
+	}
+}
