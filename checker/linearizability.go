@@ -85,7 +85,7 @@ func buildLeaseHistory(idx *index) leaseHistory {
 			}
 			unknown = true
 		}
-		in := leaseInput{key: op.Key, kind: op.Kind, owner: op.Owner, ttl: op.TTL, call: int64(e.At), seq: e.Seq}
+		in := leaseInput{key: op.Key, kind: op.Kind, owner: op.Owner, ttl: op.TTL, call: int64(e.At), seq: e.Seq, absentOK: op.AbsentOK}
 		out := leaseOutput{unknown: unknown, ok: op.OK, value: op.Value}
 		if unknown {
 			in.ret = math.MaxInt64

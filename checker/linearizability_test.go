@@ -14,6 +14,13 @@ const key = "poll:lease:e1"
 // linOnly returns a builder with one poll, so the assumptions hold, for histories that exercise the model.
 func linOnly() *builder { return newBuilder().poll("a", "e1", 0, ms(1), 0) }
 
+// absentOKRelease adds a release of key by inst that also succeeds when the key is gone.
+func (b *builder) absentOKRelease(inst string, at, end time.Duration, ok bool) *builder {
+	b.op(inst, history.OpRelease, key, inst, 0, at, end, ok, "")
+	b.events[len(b.events)-1].Op.AbsentOK = true
+	return b
+}
+
 func TestLinearizability(t *testing.T) {
 	ttl := time.Second
 	acq, ren, rel, read := history.OpAcquire, history.OpRenew, history.OpRelease, history.OpRead
@@ -33,6 +40,26 @@ func TestLinearizability(t *testing.T) {
 				op("b", acq, key, "b", ttl, ms(900), ms(910), true, "").
 				op("a", ren, key, "a", ttl, ms(950), ms(960), false, ""),
 			outcome: Pass,
+		},
+		{
+			name: "an idempotent release succeeds on an expired key",
+			b: linOnly().op("a", acq, key, "a", ttl, 0, ms(10), true, "").
+				absentOKRelease("a", ms(1500), ms(1510), true),
+			outcome: Pass,
+		},
+		{
+			name: "a plain release cannot succeed on an expired key",
+			b: linOnly().op("a", acq, key, "a", ttl, 0, ms(10), true, "").
+				op("a", rel, key, "a", 0, ms(1500), ms(1510), true, ""),
+			outcome: Violated,
+			at:      ms(1500),
+		},
+		{
+			name: "an idempotent release of another's key is not a success",
+			b: linOnly().op("b", acq, key, "b", ttl, 0, ms(10), true, "").
+				absentOKRelease("a", ms(500), ms(510), true),
+			outcome: Violated,
+			at:      ms(500),
 		},
 		{
 			name: "acquire is idempotent for the holder",

@@ -24,6 +24,8 @@ type leaseInput struct {
 	call  int64
 	ret   int64 // math.MaxInt64 when the outcome is unknown
 	seq   int64 // the history event, for messages
+	// absentOK: a release that also succeeds on an absent or expired key (history.Op.AbsentOK).
+	absentOK bool
 }
 
 // leaseOutput is what the client saw.
@@ -52,7 +54,7 @@ type leaseState struct {
 //   - renew(owner, ttl) succeeds iff the key holds owner, unexpired; it then expires at a+ttl;
 //   - release(owner) succeeds iff the key holds owner, unexpired; it then deletes the key;
 //   - with owner history.AnyOwner (an unconditional PEXPIRE or DEL), renew and release act on whoever
-//     holds the key;
+//     holds the key; a release marked AbsentOK also succeeds when the key is absent or expired;
 //   - read returns the owner, or "" when the key is absent or expired;
 //   - a wipe (backend restart with data loss) deletes the key;
 //   - an operation with an unknown outcome may have applied (at any instant after its call) or not.
@@ -146,6 +148,9 @@ func stepLease(s leaseState, in leaseInput, out leaseOutput) []any {
 			} else {
 				next = append(next, leaseState{now: aLo})
 			}
+		}
+		if (out.unknown || out.ok) && in.kind == history.OpRelease && in.absentOK && absent {
+			next = append(next, gone)
 		}
 		if !out.unknown && !out.ok {
 			switch {

@@ -36,6 +36,12 @@ func ScriptNames() map[string]string {
 	}
 }
 
+// Scripts returns the Lua source of each script by name, for tools that see EVAL (sent after a NOSCRIPT
+// reply, as on first use against a fresh server).
+func Scripts() map[string]string {
+	return map[string]string{"acquire": acquireLua, "renew": renewLua, "release": releaseLua}
+}
+
 // RedisOptions configure a RedisBackend. The zero value is usable.
 type RedisOptions struct {
 	// KeyPrefix namespaces every key and channel. Default "election:".

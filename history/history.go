@@ -95,6 +95,9 @@ type Op struct {
 	Value string `json:"value,omitempty"`
 	// Unknown is set when no reply was seen: the operation may or may not have taken effect.
 	Unknown bool `json:"unknown,omitempty"`
+	// AbsentOK marks a release that also succeeds when the key is already gone (an idempotent release,
+	// as the election's: a re-sent release whose first attempt took effect still answers success).
+	AbsentOK bool `json:"absent_ok,omitempty"`
 	// Err is the client-side error text, if any.
 	Err string `json:"err,omitempty"`
 }

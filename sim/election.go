@@ -37,17 +37,24 @@ func (e Election) Name() string {
 }
 
 // Classify implements OpClassifier for the Redis backend's scripts (see election.ScriptNames), so the
-// leader key is checked for linearizability like a lease key: acquisitions and renewals are modelled.
-// A refused renew is not (the script also compares the term, which the model does not track), nor is a
-// release (it answers success for a key that expired with nobody granted since).
+// leader key is checked for linearizability like a lease key. A refused renew or release is not
+// modelled (the scripts also compare the term, which the model does not track); a successful release is
+// marked AbsentOK, since it also answers success for a key that expired with nobody granted since.
 func (e Election) Classify(args []any, reply any, err error) (history.Op, bool) {
 	if e.Postgres || len(args) < 6 {
 		return history.Op{}, false
 	}
-	if strings.ToLower(fmt.Sprint(args[0])) != "evalsha" {
-		return history.Op{}, false
+	var kind string
+	switch strings.ToLower(fmt.Sprint(args[0])) {
+	case "evalsha":
+		kind = electionScripts[strings.ToLower(fmt.Sprint(args[1]))]
+	case "eval":
+		for name, src := range election.Scripts() {
+			if src == fmt.Sprint(args[1]) {
+				kind = name
+			}
+		}
 	}
-	kind := electionScripts[strings.ToLower(fmt.Sprint(args[1]))]
 	nkeys, convErr := strconv.Atoi(fmt.Sprint(args[2]))
 	if kind == "" || convErr != nil || len(args) < 3+nkeys+2 {
 		return history.Op{}, false
@@ -75,11 +82,11 @@ func (e Election) Classify(args []any, reply any, err error) (history.Op, bool) 
 		}
 		op.Kind, op.TTL, op.OK = history.OpRenew, ms(argv[2]), n == 1
 	case "release":
-		op.Kind, op.OK = history.OpRelease, n == 1
+		// Success also when the key had already gone with nobody granted since (a re-sent release).
+		op.Kind, op.OK, op.AbsentOK = history.OpRelease, n == 1, true
 	}
-	// A refused renew or release may be the term check the model does not see; a successful release
-	// also answers 1 when the key had already expired with nobody granted since. Neither is modelled.
-	if (kind == "renew" && err == nil && !op.OK) || kind == "release" {
+	// A refused renew or release may be the term check, which the model does not see: not modelled.
+	if (kind == "renew" || kind == "release") && err == nil && !op.OK {
 		op.Kind = history.OpOther
 	}
 	return op, true
