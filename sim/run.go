@@ -268,7 +268,7 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	}()
 
 	for i := 0; i < sc.Endpoints; i++ {
-		if err := r.sessions.Add(ctx, endpointName(i)); err != nil {
+		if err := r.sessions.Add(ctx, endpointName(i)); err != nil && ctx.Err() == nil {
 			return res, err
 		}
 	}
@@ -283,7 +283,8 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 		}(i)
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	// Interrupted while starting: not a setup error, a partial run like any other.
+	if err := errors.Join(errs...); err != nil && ctx.Err() == nil {
 		return res, fmt.Errorf("sim: start fleet: %w", err)
 	}
 
