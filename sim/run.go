@@ -246,6 +246,9 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	if c, ok := o.System.(OpClassifier); ok {
 		r.classifier = c
 	}
+	if o.Toxiproxy != "" {
+		r.linkPrefix = "tenure-" + runID + "-" // proxy names must not collide on a shared server
+	}
 	kind := "lease"
 	if k, ok := o.System.(KindReporter); ok {
 		kind = k.Kind()
