@@ -8,33 +8,14 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
+
+	"github.com/tenurelabs/tenure/internal/promtest"
 )
 
 // metricValue returns the value of the named metric for role on reg (0 when absent).
 func metricValue(t *testing.T, reg *prometheus.Registry, name, role string) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	require.NoError(t, err)
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, lp := range m.GetLabel() {
-				if lp.GetName() == "role" && lp.GetValue() == role {
-					switch {
-					case m.Gauge != nil:
-						return m.GetGauge().GetValue()
-					case m.Counter != nil:
-						return m.GetCounter().GetValue()
-					case m.Histogram != nil:
-						return float64(m.GetHistogram().GetSampleCount())
-					}
-				}
-			}
-		}
-	}
-	return 0
+	return promtest.Value(t, reg, name, promtest.Label("role", role))
 }
 
 func TestSeveralRolesPerProcessWithMetrics(t *testing.T) {

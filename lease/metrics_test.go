@@ -8,6 +8,8 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
+
+	"github.com/tenurelabs/tenure/internal/promtest"
 )
 
 func TestMetricsOnCallersRegistry(t *testing.T) {
@@ -49,27 +51,15 @@ func TestMetricsOnCallersRegistry(t *testing.T) {
 // equals label ("" for none).
 func gauge(t *testing.T, reg *prometheus.Registry, name, label string) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	require.NoError(t, err)
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
+	return promtest.Value(t, reg, name, func(l map[string]string) bool {
+		if label == "" {
+			return true
 		}
-		for _, m := range mf.GetMetric() {
-			match := label == ""
-			for _, lp := range m.GetLabel() {
-				if lp.GetName() != "instance" && lp.GetValue() == label {
-					match = true
-				}
+		for k, v := range l {
+			if k != "instance" && v == label {
+				return true
 			}
-			if !match {
-				continue
-			}
-			if m.GetGauge() != nil {
-				return m.GetGauge().GetValue()
-			}
-			return m.GetCounter().GetValue()
 		}
-	}
-	return 0
+		return false
+	})
 }

@@ -14,29 +14,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tenurelabs/tenure/chaos"
+	"github.com/tenurelabs/tenure/internal/promtest"
 )
 
 // instanceValue returns the value of the gauge or counter name for instance id on reg (0 if absent).
 func instanceValue(t *testing.T, reg *prometheus.Registry, name, id string) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	require.NoError(t, err)
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, lp := range m.GetLabel() {
-				if lp.GetName() == "instance" && lp.GetValue() == id {
-					if m.GetGauge() != nil {
-						return m.GetGauge().GetValue()
-					}
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
+	return promtest.Value(t, reg, name, promtest.Label("instance", id))
 }
 
 // sentCmd is one command a client started, as its hook saw it.
