@@ -112,29 +112,34 @@ func (s *sessionStore) note(id string, c history.SessionChange) {
 }
 
 func (s *sessionStore) Add(ctx context.Context, id string) error {
+	// Redis first: the in-memory view (what Restore writes back) follows only what was written.
+	if err := s.write(ctx, id, false); err != nil {
+		return err
+	}
 	s.mu.Lock()
-	_, exists := s.paused[id]
-	if !exists {
+	if _, exists := s.paused[id]; !exists {
 		s.order = append(s.order, id)
 	}
 	s.paused[id] = false
 	s.mu.Unlock()
-	if err := s.write(ctx, id, false); err != nil {
-		return err
-	}
 	s.note(id, history.SessionAdded)
 	return nil
 }
 
 func (s *sessionStore) setPaused(ctx context.Context, id string, p bool) error {
 	s.mu.Lock()
-	if _, ok := s.paused[id]; !ok {
-		s.mu.Unlock()
+	_, ok := s.paused[id]
+	s.mu.Unlock()
+	if !ok {
 		return fmt.Errorf("sim: no session %q", id)
 	}
+	if err := s.write(ctx, id, p); err != nil {
+		return err
+	}
+	s.mu.Lock()
 	s.paused[id] = p
 	s.mu.Unlock()
-	return s.write(ctx, id, p)
+	return nil
 }
 
 func (s *sessionStore) Pause(ctx context.Context, id string) error {
@@ -155,10 +160,15 @@ func (s *sessionStore) Resume(ctx context.Context, id string) error {
 
 func (s *sessionStore) Remove(ctx context.Context, id string) error {
 	s.mu.Lock()
-	if _, ok := s.paused[id]; !ok {
-		s.mu.Unlock()
+	_, ok := s.paused[id]
+	s.mu.Unlock()
+	if !ok {
 		return fmt.Errorf("sim: no session %q", id)
 	}
+	if err := s.client.Del(ctx, s.prefix+id).Err(); err != nil {
+		return fmt.Errorf("sim: remove session %s: %w", id, err)
+	}
+	s.mu.Lock()
 	delete(s.paused, id)
 	for i, o := range s.order {
 		if o == id {
@@ -167,9 +177,6 @@ func (s *sessionStore) Remove(ctx context.Context, id string) error {
 		}
 	}
 	s.mu.Unlock()
-	if err := s.client.Del(ctx, s.prefix+id).Err(); err != nil {
-		return fmt.Errorf("sim: remove session %s: %w", id, err)
-	}
 	s.note(id, history.SessionRemoved)
 	return nil
 }
