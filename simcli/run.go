@@ -39,6 +39,7 @@ type runFlags struct {
 	duration     time.Duration
 	quiet        bool
 	systemSet    bool
+	skipped      []string // suite scenarios left out for a system of another kind
 	parallel     int
 	parallelSet  bool
 }
@@ -130,6 +131,9 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 		replayAll = replaySet(f, names)
 	}
 	fmt.Fprintf(stdout, "seed %d  (replay: %s)\n", f.seed, replayAll)
+	if len(f.skipped) > 0 {
+		fmt.Fprintf(stdout, "left out (written for another kind of system than %s): %s\n", f.system, strings.Join(f.skipped, ", "))
+	}
 
 	rows, entries, code, err := runJobs(ctx, &f, jobs, base, stdout, stderr)
 	if err != nil {
@@ -320,16 +324,34 @@ func plan(f *runFlags, names []string) ([]job, string, error) {
 		}
 	}
 	var jobs []job
+	f.skipped = nil
 	for _, n := range names {
 		sc, err := scenarios.Get(n)
 		if err != nil {
 			return nil, "", fmt.Errorf("%w: %v", errUsage, err)
 		}
-		// A scenario written for one system (an election backend) uses it unless --system says otherwise.
+		// A scenario written for one system (an election backend) uses it unless --system says otherwise;
+		// a suite given another kind of system (a lease system for election scenarios, or the reverse)
+		// leaves those scenarios out.
 		system := chosen
-		if sc.System != "" && !f.systemSet {
-			if system, err = sim.Lookup(sc.System); err != nil {
+		if sc.System != "" || f.systemSet {
+			written := "reference"
+			if sc.System != "" {
+				written = sc.System
+			}
+			ws, err := sim.Lookup(written)
+			if err != nil {
 				return nil, "", fmt.Errorf("%w: %v", errUsage, err)
+			}
+			switch {
+			case !f.systemSet:
+				system = ws
+			case kindOf(ws) != kindOf(chosen):
+				if f.suite == "" {
+					return nil, "", fmt.Errorf("%w: scenario %s is for %s systems and %s is a %s system", errUsage, sc.Name, kindOf(ws), chosen.Name(), kindOf(chosen))
+				}
+				f.skipped = append(f.skipped, sc.Name)
+				continue
 			}
 		}
 		o := sim.Options{System: system, Scenario: sc, Suite: f.suite, Seed: f.seed, TimeScale: scale,
@@ -346,7 +368,18 @@ func plan(f *runFlags, names []string) ([]job, string, error) {
 		}
 		jobs = append(jobs, job{opts: o, dir: dir})
 	}
+	if len(jobs) == 0 {
+		return nil, "", fmt.Errorf("%w: suite %s has no scenario for a %s system like %s", errUsage, f.suite, kindOf(chosen), chosen.Name())
+	}
 	return jobs, base, nil
+}
+
+// kindOf is "lease" or "election".
+func kindOf(s sim.System) string {
+	if k, ok := s.(sim.KindReporter); ok {
+		return k.Kind()
+	}
+	return "lease"
 }
 
 // replay is the one-line command that reproduces a run.
