@@ -191,13 +191,7 @@ func (b *embeddedBackend) Resume() error { return b.Pause() }
 func (b *embeddedBackend) Close() error {
 	close(b.stop)
 	<-b.done
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if !b.killed {
-		b.m.Close()
-		b.killed = true
-	}
-	return nil
+	return b.Kill()
 }
 
 // noControl is the process control of a backend the harness cannot kill, restart or pause: every
