@@ -164,14 +164,34 @@ type Lifecycle struct {
 }
 
 // Belief is an ownership belief change the system under test reported.
+//
+// A belief begins with a Held event and ends at the first of: a Held=false event, the instance's crash or
+// stop, or its Deadline. A Held event for a belief already held (same instance, endpoint and token) with a
+// later Deadline extends it: that is how a confirmed renewal is recorded (Reason "renewed").
 type Belief struct {
 	// Held is true when the instance now believes it holds the endpoint, false when it stopped believing.
 	Held bool `json:"held"`
 	// Token is the fencing token of the holding, if the system has one.
 	Token uint64 `json:"token,omitempty"`
-	// Reason says why a belief ended ("released", "expired", "lost", "stopped") or began ("acquired").
+	// Reason says why a belief ended ("released", "expired", "lost", "stopped"), began ("acquired") or
+	// was extended ("renewed").
 	Reason string `json:"reason,omitempty"`
+	// Deadline is the run time at which the belief lapses on its own unless extended: the system's local
+	// validity deadline, converted to the harness's time base by the recorder (the instance's clock
+	// rate is taken into account, so a clock that runs slow gives a later Deadline). Zero when the
+	// system reports none.
+	Deadline time.Duration `json:"deadline,omitempty"`
+	// Until is how a system reports its local validity deadline: a reading of its own clock
+	// (InstanceConfig.Clock). The harness converts it into Deadline when it records the event; it is
+	// never saved.
+	Until time.Time `json:"-"`
 }
+
+// Belief reasons with a meaning to the checker.
+const (
+	ReasonAcquired = "acquired"
+	ReasonRenewed  = "renewed"
+)
 
 // SessionChange names a change to a poll target.
 type SessionChange string

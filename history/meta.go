@@ -46,6 +46,10 @@ type Meta struct {
 	Command string `json:"command,omitempty"`
 	// Interrupted is set when the run was stopped early (Ctrl-C): the history is partial.
 	Interrupted bool `json:"interrupted,omitempty"`
+	// Assumptions are what the system under test relies on in this run: the checker judges every
+	// violation against them (inside them a violation is a defect; outside them it is expected, and
+	// the question is whether it was caught).
+	Assumptions Assumptions `json:"assumptions"`
 	// Expect holds the invariants this scenario is expected to violate (for regression scenarios of
 	// broken systems); empty for ordinary scenarios.
 	Expect []string `json:"expect,omitempty"`
@@ -59,3 +63,19 @@ type Window struct {
 
 // Contains reports whether t lies in [From, To].
 func (w Window) Contains(t time.Duration) bool { return t >= w.From && t <= w.To }
+
+// Assumptions are the conditions under which the system under test claims its guarantees.
+type Assumptions struct {
+	// DriftBound is the largest clock rate error the system tolerates (0.01: a clock may run 1% fast or
+	// slow). A clock fault beyond it is outside the assumptions.
+	DriftBound float64 `json:"drift_bound"`
+	// Persistence is what the backend keeps across a restart: "none", "rdb" or "aof".
+	Persistence string `json:"persistence,omitempty"`
+	// Topology is the backend's shape: "single" (one node), "sentinel", "cluster".
+	Topology string `json:"topology,omitempty"`
+	// Outside names the fault classes of this run that lie outside the system's assumptions (for
+	// example "pause": a process frozen between its validity check and its action can only be stopped
+	// at the resource, by fencing). A belief overlap caused by one of them and refused at the resource
+	// is "expected and caught"; one that reached the resource is still a violation.
+	Outside []string `json:"outside,omitempty"`
+}
