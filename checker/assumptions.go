@@ -2,7 +2,11 @@ package checker
 
 import (
 	"fmt"
+	"math"
+	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tenurelabs/tenure/history"
 )
@@ -70,11 +74,38 @@ func checkAssumptions(idx *index) Result {
 	case m.Interrupted:
 		res.Outcome = Unknown
 		res.Message = fmt.Sprintf("the run was interrupted at %v: the history is partial, so only safety can be judged; re-run it to completion", idx.end)
+	case len(idx.scope.breaches()) > 0:
+		res.Outcome = Unknown
+		res.Message = "the run went beyond the system's stated assumptions without declaring it, so a pass would mean nothing: " +
+			strings.Join(idx.scope.breaches(), "; ") + "; findings it explains are judged as outside the assumptions"
 	default:
 		res.Outcome = Pass
 		res.Message = fmt.Sprintf("%d events (%d operations, %d polls) over %v, in order", len(idx.events), len(idx.ops), idx.pollCount, idx.end)
 	}
+	if res.Outcome != Violated {
+		res.Message += assumptionsNote(idx)
+	}
 	return res
+}
+
+// assumptionsNote states the assumptions the run was judged against, and the faults it declared outside
+// them, so a verdict never hides that part of the run lay outside them.
+func assumptionsNote(idx *index) string {
+	a := idx.meta.Assumptions
+	if !idx.scope.recorded {
+		return "; the history records no assumptions (an older history): every fault is judged as inside them, and clock drift is not judged against a bound"
+	}
+	note := fmt.Sprintf("; assumptions: drift bound %g", a.DriftBound)
+	if a.Persistence != "" {
+		note += ", persistence " + a.Persistence
+	}
+	if a.Topology != "" {
+		note += ", topology " + a.Topology
+	}
+	if d := idx.scope.declared(); len(d) > 0 {
+		note += "; outside them by declaration: " + strings.Join(d, ", ")
+	}
+	return note
 }
 
 // dirtyStart returns a description of the first lease key that visibly existed before the run touched it,
@@ -122,4 +153,108 @@ func dirtyStart(idx *index) string {
 		}
 	}
 	return ""
+}
+
+// driftFault is the fault name whose "rate" parameter is an instance clock's speed (1 = real time).
+const driftFault = "clock-drift"
+
+// outsideFault is a fault that lies outside the system's stated assumptions.
+type outsideFault struct {
+	e *history.Event
+	// declared is set when the history's Assumptions.Outside names the fault; otherwise the checker
+	// found it beyond them (a clock drifting past the drift bound) and the run did not say so.
+	declared bool
+	why      string
+}
+
+func (o outsideFault) label() string { return o.e.Fault.ID + " " + o.e.Fault.Name }
+
+// scope says which faults of a run lie outside the system's stated assumptions, and to which findings
+// they are attributed.
+type scope struct {
+	recorded bool           // the history records its assumptions (older ones do not)
+	outside  []outsideFault // in the history's order
+	reach    time.Duration  // how long after its end a fault can still explain a finding
+}
+
+// assumptionsRecorded reports whether the history header carries assumptions at all: histories written
+// before they were recorded carry the zero value, and then no fault is known to lie outside them.
+func assumptionsRecorded(a history.Assumptions) bool {
+	return a.DriftBound != 0 || a.Persistence != "" || a.Topology != "" || len(a.Outside) > 0
+}
+
+// newScope finds the faults outside the assumptions: those whose name the history declares outside,
+// and clock-drift faults whose rate error exceeds the recorded drift bound. The latter are judged only
+// when the history records its assumptions: without a bound there is nothing to exceed.
+func newScope(idx *index) *scope {
+	a := idx.meta.Assumptions
+	s := &scope{recorded: assumptionsRecorded(a), reach: idx.meta.LeaseTTL}
+	for _, f := range idx.faults {
+		if slices.Contains(a.Outside, f.Fault.Name) {
+			s.outside = append(s.outside, outsideFault{e: f, declared: true, why: "declared outside the assumptions"})
+			continue
+		}
+		if f.Fault.Name != driftFault || !s.recorded {
+			continue
+		}
+		rate, err := strconv.ParseFloat(f.Fault.Params["rate"], 64)
+		if err != nil {
+			continue
+		}
+		if e := math.Abs(rate - 1); e > a.DriftBound {
+			s.outside = append(s.outside, outsideFault{e: f, why: fmt.Sprintf(
+				"clock rate %g errs by %.3g, beyond the drift bound %g", rate, e, a.DriftBound)})
+		}
+	}
+	return s
+}
+
+// involved returns the outside faults a finding in [from, to] concerning insts is attributed to: a fault
+// whose window, extended by one lease TTL (a holding granted before it may last that long), meets
+// [from, to] and that hit one of insts, or the backend or every instance (no targets).
+func (s *scope) involved(from, to time.Duration, insts ...string) []string {
+	var out []string
+	for _, o := range s.outside {
+		f := o.e
+		end := max(f.End, f.At)
+		if f.End == history.Infinity {
+			end = f.End
+		} else {
+			end += s.reach
+		}
+		if f.At > to || end < from {
+			continue
+		}
+		hit := len(f.Fault.Targets) == 0
+		for _, t := range f.Fault.Targets {
+			hit = hit || slices.Contains(insts, t)
+		}
+		if hit {
+			out = append(out, o.label())
+		}
+	}
+	return out
+}
+
+// breaches describes the outside faults the history did not declare: the run went beyond the system's
+// assumptions without saying so.
+func (s *scope) breaches() []string {
+	var out []string
+	for _, o := range s.outside {
+		if !o.declared {
+			out = append(out, o.label()+": "+o.why)
+		}
+	}
+	return out
+}
+
+// declared describes the outside faults the history declared.
+func (s *scope) declared() []string {
+	var out []string
+	for _, o := range s.outside {
+		if o.declared {
+			out = append(out, o.label())
+		}
+	}
+	return out
 }

@@ -11,8 +11,9 @@ import (
 
 func TestCheckHealthyPassesEverything(t *testing.T) {
 	rep := Check(healthy().build(), DefaultOptions())
-	require.Len(t, rep.Results, 7)
-	order := []string{InvAssumptions, InvSinglePoller, InvLinearizable, InvFailover, InvBalance, InvFencing, InvLiveness}
+	require.Len(t, rep.Results, 10)
+	order := []string{InvAssumptions, InvSingleHolder, InvSinglePoller, InvStalePoll, InvValidity, InvLinearizable,
+		InvFailover, InvBalance, InvFencing, InvLiveness}
 	for i, r := range rep.Results {
 		require.Equal(t, order[i], r.Invariant)
 		require.Equal(t, Pass, r.Outcome, "%s: %s", r.Invariant, r.Message)
@@ -52,7 +53,8 @@ func TestAssumptions(t *testing.T) {
 			require.Contains(t, a.Message, tc.msg)
 			require.False(t, rep.OK())
 			for _, r := range rep.Results[1:] {
-				safety := r.Invariant == InvSinglePoller || r.Invariant == InvLinearizable || r.Invariant == InvFencing
+				safety := r.Invariant == InvSinglePoller || r.Invariant == InvLinearizable || r.Invariant == InvFencing ||
+					r.Invariant == InvSingleHolder || r.Invariant == InvStalePoll || r.Invariant == InvValidity
 				if tc.outcome == Unknown && safety {
 					require.Equal(t, Pass, r.Outcome, "%s still judged on a partial history: %s", r.Invariant, r.Message)
 					continue
@@ -98,8 +100,8 @@ func TestCheckElection(t *testing.T) {
 		op("b", history.OpAcquire, "election:role", "b", 3*s, 7*s, 7*s+ms(5), true, "").
 		polls("b", "role", 7*s+ms(10), 20*s, s, 2)
 	rep := Check(b.build(), DefaultOptions())
-	want := map[string]Outcome{InvAssumptions: Pass, InvSinglePoller: Pass, InvLinearizable: Pass, InvFailover: Pass,
-		InvBalance: Skipped, InvFencing: Pass, InvLiveness: Pass}
+	want := map[string]Outcome{InvAssumptions: Pass, InvSingleHolder: Skipped, InvSinglePoller: Pass, InvStalePoll: Skipped,
+		InvValidity: Skipped, InvLinearizable: Pass, InvFailover: Pass, InvBalance: Skipped, InvFencing: Pass, InvLiveness: Pass}
 	for _, r := range rep.Results {
 		require.Equal(t, want[r.Invariant], r.Outcome, "%s: %s", r.Invariant, r.Message)
 	}

@@ -78,7 +78,10 @@ func Check(h history.History, opts Options) Report {
 		}
 		rep.Results = append(rep.Results, timed(f))
 	}
+	run(InvSingleHolder, skipAll, func() Result { return checkSingleHolder(idx, opts) })
 	run(InvSinglePoller, skipAll, func() Result { return checkSinglePoller(idx, opts) })
+	run(InvStalePoll, skipAll, func() Result { return checkStalePoll(idx, opts) })
+	run(InvValidity, skipAll, func() Result { return checkValidity(idx, opts) })
 	run(InvLinearizable, skipAll, func() Result { return checkLinearizability(idx, opts) })
 	run(InvFailover, skipLive, func() Result {
 		res, fo := checkFailover(idx, opts)
@@ -132,4 +135,20 @@ func (c *collector) result(inv string, max int, passMsg, failMsg string) Result 
 	}
 	v, extra := c.capped(max)
 	return Result{Invariant: inv, Outcome: Violated, Message: failMsg, Violations: v, Truncated: extra}
+}
+
+// verdict builds a Result from violations and caught findings: Violated with failMsg when there is a
+// violation, Caught with caughtMsg when every finding was caught, Pass with passMsg when there is none.
+// Both lists are capped at max.
+func verdict(inv string, max int, bad, caught *collector, passMsg, caughtMsg, failMsg string) Result {
+	res := Result{Invariant: inv, Outcome: Pass, Message: passMsg}
+	switch {
+	case len(bad.list) > 0:
+		res.Outcome, res.Message = Violated, failMsg
+	case len(caught.list) > 0:
+		res.Outcome, res.Message = Caught, caughtMsg
+	}
+	res.Violations, res.Truncated = bad.capped(max)
+	res.Caught, res.CaughtTruncated = caught.capped(max)
+	return res
 }

@@ -129,6 +129,7 @@ func healthy() *builder {
 		}
 		key := "poll:lease:" + ep
 		b.op(inst, history.OpAcquire, key, inst, 3*time.Second, ms(10), ms(12), true, "")
+		b.belief(inst, ep, ms(12), true, 1)
 		for t := time.Second; t < 20*time.Second; t += time.Second {
 			b.op(inst, history.OpRenew, key, inst, 3*time.Second, t-ms(50), t-ms(48), true, "")
 		}

@@ -33,6 +33,8 @@ type index struct {
 	live map[string][]history.Window
 	// active caches activeIntervals per endpoint.
 	active map[string][]history.Window
+	// scope holds the faults outside the system's stated assumptions.
+	scope *scope
 }
 
 func newIndex(h history.History) *index {
@@ -110,6 +112,7 @@ func newIndex(h history.History) *index {
 	}
 	sort.Strings(idx.instances)
 	idx.live = liveIntervals(idx)
+	idx.scope = newScope(idx)
 	return idx
 }
 
@@ -118,6 +121,17 @@ func byArrival(a, b *history.Event) int {
 		return cmp.Compare(a.At, b.At)
 	}
 	return cmp.Compare(a.Seq, b.Seq)
+}
+
+// liveUntil returns the end of inst's membership of the fleet that contains t, or t when inst was not
+// part of the fleet at t.
+func (idx *index) liveUntil(inst string, t time.Duration) time.Duration {
+	for _, w := range idx.live[inst] {
+		if w.From <= t && t < w.To {
+			return w.To
+		}
+	}
+	return t
 }
 
 // pollEnd is a poll's end, or its start when the end was not recorded.

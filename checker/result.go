@@ -14,12 +14,20 @@ const (
 	Violated Outcome = "violated"
 	Unknown  Outcome = "unknown"
 	Skipped  Outcome = "skipped" // not applicable to this scenario, or an assumption it rests on failed
+	// Caught means the invariant's premise was broken, but only by faults outside the system's stated
+	// assumptions, and nothing of it reached the resource: a stale holder's polls were refused by fencing
+	// or it made none. It is safe, lets the run pass, and is never shown as a violation; Result.Caught
+	// lists what was caught.
+	Caught Outcome = "caught"
 )
 
 // Invariant names, as they appear in results, reports and --expect lists.
 const (
 	InvAssumptions  = "assumptions"
-	InvSinglePoller = "single-poller"
+	InvSingleHolder = "single-holder" // beliefs: no two instances believe they hold one endpoint at once
+	InvSinglePoller = "single-poller" // the resource: no two holders' polls reached it at once
+	InvStalePoll    = "stale-poll"    // the resource: no stale poll arrived, even one fencing refused
+	InvValidity     = "validity"      // every poll lies inside the poller's own confirmed lease
 	InvLinearizable = "linearizability"
 	InvFailover     = "failover"
 	InvBalance      = "balance"
@@ -39,6 +47,11 @@ type Result struct {
 	Violations []Violation `json:"violations,omitempty"`
 	// Truncated counts violations beyond those listed.
 	Truncated int `json:"truncated,omitempty"`
+	// Caught lists the findings that are safe: caused by faults outside the system's stated assumptions
+	// and stopped before the resource (capped; see CaughtTruncated). They never count as violations.
+	Caught []Violation `json:"caught,omitempty"`
+	// CaughtTruncated counts caught findings beyond those listed.
+	CaughtTruncated int `json:"caught_truncated,omitempty"`
 	// Duration is how long the check took.
 	Duration time.Duration `json:"duration"`
 }
@@ -55,9 +68,12 @@ type Violation struct {
 	Message string `json:"message"`
 	// Events are the Seq numbers of the history events that show it.
 	Events []int64 `json:"events,omitempty"`
-	// ReachedResource is set, for single-poller violations, when the offending poll reached the resource;
-	// false means it was refused by fencing (safe, reported separately).
+	// ReachedResource is set when the offending poll (for single-holder: a poll by the stale holder
+	// during the overlap) reached the resource; false means it was refused by fencing or never made.
 	ReachedResource bool `json:"reached_resource,omitempty"`
+	// Outside names the faults outside the system's stated assumptions that this finding is attributed
+	// to ("f3 pause"); empty when it happened inside them.
+	Outside []string `json:"outside,omitempty"`
 }
 
 // Failover is one measured takeover after a fault.
@@ -99,15 +115,16 @@ type Report struct {
 	Failovers []Failover `json:"failovers,omitempty"`
 	// Balance samples ownership over time (from polls and beliefs).
 	Balance []BalanceSample `json:"balance,omitempty"`
-	// Ops counts backend operations; Polls counts polls; Refused counts polls refused by fencing.
+	// Ops counts backend operations; Polls counts polls; Refused counts polls refused by fencing (whether
+	// the stale-poll invariant judged them caught or violations).
 	Ops     int `json:"ops"`
 	Polls   int `json:"polls"`
 	Refused int `json:"refused"`
 }
 
-// Breaches returns the violations that count against the invariant: for single-poller, those whose poll
-// reached the resource (the others are stale polls refused by fencing, listed for the reader); for every
-// other invariant, all of them.
+// Breaches returns the violations that count against the invariant. Results of this version list only
+// those; a single-poller result read from an older result.json also listed refused polls
+// (ReachedResource false) among its violations, and those are left out.
 func (r Result) Breaches() []Violation {
 	if r.Invariant != InvSinglePoller {
 		return r.Violations
@@ -121,7 +138,10 @@ func (r Result) Breaches() []Violation {
 	return out
 }
 
-// OK reports whether every result passed or was skipped.
+// CaughtCount is the number of caught findings, listed and truncated.
+func (r Result) CaughtCount() int { return len(r.Caught) + r.CaughtTruncated }
+
+// OK reports whether every result passed, was caught or was skipped.
 func (r Report) OK() bool {
 	for _, res := range r.Results {
 		if res.Outcome == Violated || res.Outcome == Unknown {

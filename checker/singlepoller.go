@@ -2,6 +2,7 @@ package checker
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/tenurelabs/tenure/history"
@@ -17,10 +18,10 @@ import (
 //     began later, a holding beginning at the instance's latest "held" belief before the poll or, without
 //     beliefs, at the first of its uninterrupted run of polls.
 //
-// Polls refused by fencing never reached the resource: they are listed with ReachedResource=false for the
-// reader, counted in the message, and never make the invariant fail. Each offending poll is listed once.
+// Polls refused by fencing never reached the resource: the stale-poll invariant judges them. Each
+// offending poll is listed once.
 func checkSinglePoller(idx *index, opts Options) Result {
-	var bad, refused collector
+	var bad collector
 	zombies := 0
 	for _, ep := range idx.pollEndpoints() {
 		polls := idx.polls[ep]
@@ -29,10 +30,6 @@ func checkSinglePoller(idx *index, opts Options) Result {
 		newest := map[string]*history.Event{} // per instance, its reached poll with the newest holding
 		for _, p := range polls {
 			if !reached(p) {
-				v := Violation{At: p.At, Endpoint: ep, Instances: []string{p.Instance}, Events: []int64{p.Seq},
-					Message: fmt.Sprintf("stale poll by %s with token %d refused (resource had seen token %d)",
-						p.Instance, p.Poll.Token, p.Poll.MaxToken)}
-				refused.add(v)
 				continue
 			}
 			kept := active[:0]
@@ -80,25 +77,54 @@ func checkSinglePoller(idx *index, opts Options) Result {
 		}
 	}
 
-	nRefused := len(refused.list)
 	refusedNote := ""
-	if nRefused > 0 {
-		refusedNote = fmt.Sprintf("; %d stale polls refused by fencing (safe)", nRefused)
+	if idx.refused > 0 {
+		refusedNote = fmt.Sprintf(" (%d stale polls refused by fencing are judged by %s)", idx.refused, InvStalePoll)
 	}
-	var res Result
 	if len(bad.list) == 0 {
-		res = Result{Invariant: InvSinglePoller, Outcome: Pass,
+		return Result{Invariant: InvSinglePoller, Outcome: Pass,
 			Message: "no endpoint was polled by two holders at once, and no holder polled after a newer one" + refusedNote}
-	} else {
-		res = Result{Invariant: InvSinglePoller, Outcome: Violated,
-			Message: fmt.Sprintf("%d polls reached the resource while another instance held the endpoint: %d overlapping another instance's poll, %d zombie polls after a newer holder%s; see the violations for the polls involved",
-				len(bad.list), len(bad.list)-zombies, zombies, refusedNote)}
 	}
-	v, extra := bad.capped(opts.MaxViolations)
-	r, extraR := refused.capped(opts.MaxViolations)
-	res.Violations = append(append([]Violation(nil), v...), r...)
-	res.Truncated = extra + extraR
+	res := Result{Invariant: InvSinglePoller, Outcome: Violated,
+		Message: fmt.Sprintf("%d polls reached the resource while another instance held the endpoint: %d overlapping another instance's poll, %d zombie polls after a newer holder%s; see the violations for the polls involved",
+			len(bad.list), len(bad.list)-zombies, zombies, refusedNote)}
+	res.Violations, res.Truncated = bad.capped(opts.MaxViolations)
 	return res
+}
+
+// checkStalePoll judges the polls refused by fencing: each is a stale holder acting after a newer one,
+// stopped only at the resource. Inside the system's stated assumptions that must not happen at all, so
+// each is a violation; one that a fault outside the assumptions explains (see scope.involved) is
+// expected and caught. Skipped when the resource did not check tokens and refused nothing.
+func checkStalePoll(idx *index, opts Options) Result {
+	if idx.refused == 0 && !idx.meta.Fencing {
+		return Result{Invariant: InvStalePoll, Outcome: Skipped,
+			Message: "the resource did not check fencing tokens, so no stale poll could be refused"}
+	}
+	var bad, caught collector
+	for _, ep := range idx.pollEndpoints() {
+		for _, p := range idx.polls[ep] {
+			if reached(p) {
+				continue
+			}
+			v := Violation{At: p.At, Endpoint: ep, Instances: []string{p.Instance}, Events: []int64{p.Seq},
+				Outside: idx.scope.involved(p.At, pollEnd(p), p.Instance),
+				Message: fmt.Sprintf("stale poll by %s with token %d refused by fencing (the resource had seen token %d)",
+					p.Instance, p.Poll.Token, p.Poll.MaxToken)}
+			if len(v.Outside) == 0 {
+				v.Message += "; no fault outside the system's assumptions explains it"
+				bad.add(v)
+				continue
+			}
+			v.Message += "; expected outside the assumptions (" + strings.Join(v.Outside, ", ") + ")"
+			caught.add(v)
+		}
+	}
+	return verdict(InvStalePoll, opts.MaxViolations, &bad, &caught,
+		"no stale poll arrived at the resource",
+		fmt.Sprintf("%d stale polls were refused by fencing, each explained by a fault outside the system's assumptions (expected and caught)", len(caught.list)),
+		fmt.Sprintf("%d stale polls arrived at the resource where the system promises none can (fencing refused them, but a holder acted after a newer one)%s",
+			len(bad.list), caughtNote(len(caught.list))))
 }
 
 // holdingStarts returns, for each poll of ep that reached the resource, the time its holding began: the
