@@ -146,3 +146,31 @@ func allText(r Result) string {
 	}
 	return s
 }
+
+// held adds a held belief with a reason and a deadline (0 for none).
+func (b *builder) held(inst, ep string, at time.Duration, token uint64, reason string, deadline time.Duration) *builder {
+	return b.add(history.Event{Kind: history.KindBelief, At: at, Instance: inst, Endpoint: ep,
+		Belief: &history.Belief{Held: true, Token: token, Reason: reason, Deadline: deadline}})
+}
+
+// faultP adds a fault with parameters.
+func (b *builder) faultP(id, name string, at, end time.Duration, params map[string]string, targets ...string) *builder {
+	return b.add(history.Event{Kind: history.KindFault, At: at, End: end,
+		Fault: &history.Fault{ID: id, Name: name, Targets: targets, Params: params}})
+}
+
+// assume records assumptions in the header.
+func (b *builder) assume(drift float64, outside ...string) *builder {
+	return b.with(func(m *history.Meta) {
+		m.Assumptions = history.Assumptions{DriftBound: drift, Persistence: "none", Topology: "single", Outside: outside}
+	})
+}
+
+// caughtText is a result's caught findings' messages, one per line.
+func caughtText(r Result) string {
+	s := ""
+	for _, v := range r.Caught {
+		s += "\n" + v.Message
+	}
+	return s
+}

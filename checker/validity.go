@@ -32,16 +32,19 @@ func ownedBy(owner, inst string) bool {
 // errs within the drift bound stops by request + TTL·(1 − drift bound).
 //
 // Skipped when the history holds no acquire or renew operations (a system whose backend calls are not
-// modelled); a poller with no such operations on an endpoint is left out and counted in the message.
+// modelled); a poller that never asked for an endpoint (no acquire or renew of it, whatever the answer)
+// is left out for that endpoint and counted in the message.
 func checkValidity(idx *index, opts Options) Result {
 	type key struct{ inst, ep string }
 	grants := map[key][]*history.Event{}
+	tried := map[key]bool{} // the poller asked for the endpoint, whatever the answer
 	anyGrant := false
 	for _, e := range idx.ops {
 		if e.Op.Kind != history.OpAcquire && e.Op.Kind != history.OpRenew {
 			continue
 		}
 		anyGrant = true
+		tried[key{e.Instance, e.Endpoint}] = true
 		if !e.Op.OK || e.Op.Unknown || e.End == history.Infinity || e.End < e.At || e.Endpoint == "" ||
 			!ownedBy(e.Op.Owner, e.Instance) {
 			continue
@@ -64,11 +67,11 @@ func checkValidity(idx *index, opts Options) Result {
 				continue
 			}
 			k := key{p.Instance, ep}
-			gs, ok := grants[k]
-			if !ok {
+			if !tried[k] {
 				unjudged[k] = true
 				continue
 			}
+			gs := grants[k]
 			ws, ok := windows[p.Instance]
 			if !ok {
 				ws = validWindows(gs, ttl, drift)
@@ -100,16 +103,19 @@ func checkValidity(idx *index, opts Options) Result {
 				v.Events = append(v.Events, last.Seq)
 				v.Message = fmt.Sprintf("%s polled %s at %v with no lease: its last confirmed %s (sent at %v, confirmed at %v) was valid until %v",
 					p.Instance, ep, p.At, last.Op.Kind, last.At, last.End, ws[i-1].to)
-			default:
+			case len(ws) > 0:
 				v.Message = fmt.Sprintf("%s polled %s at %v before any acquisition of it was confirmed (first at %v)",
 					p.Instance, ep, p.At, ws[0].from)
+			default:
+				v.Message = fmt.Sprintf("%s polled %s at %v, but none of its acquisitions or renewals of it was confirmed",
+					p.Instance, ep, p.At)
 			}
 			bad.add(v)
 		}
 	}
 	note := ""
 	if len(unjudged) > 0 {
-		note = fmt.Sprintf("; %d pollers of an endpoint recorded no confirmed acquisition of it and were not judged", len(unjudged))
+		note = fmt.Sprintf("; %d pollers of an endpoint recorded no acquire or renew of it and were not judged", len(unjudged))
 	}
 	if judged == 0 {
 		return Result{Invariant: InvValidity, Outcome: Skipped,
