@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tenurelabs/tenure/checker"
+	"github.com/tenurelabs/tenure/history"
 )
 
 //go:embed report.tmpl
@@ -29,7 +30,7 @@ type legendItem struct {
 
 type resultRow struct {
 	Invariant, Status, Class, Message string
-	Violations, Truncated             int
+	Violations, Truncated, Caught     int
 	Took                              string
 }
 
@@ -46,7 +47,7 @@ type foRow struct {
 type faultRow struct{ ID, Name, Targets, From, To, Params string }
 
 type violView struct {
-	ID, Invariant, Status, Class, At, Endpoint, Instances, Message, Reached string
+	ID, Invariant, Status, Class, At, Endpoint, Instances, Message, Reached, Outside string
 	Zoom                                                                    template.HTML
 	Rows                                                                    []excerptRow
 	Excerpted                                                               bool
@@ -68,8 +69,8 @@ type runPage struct {
 	ExpectedNote                                            string
 	Groups                                                  []groupRow
 	Failovers                                               []foRow
-	Violations                                              []violView
-	Truncated, Unzoomed                                     int
+	Violations, Caught                                      []violView
+	Truncated, Unzoomed, CaughtTotal, RefusedStale          int
 	Files                                                   []fileLink
 }
 
@@ -79,7 +80,7 @@ func renderRunHTML(w io.Writer, m *model, linOK bool) error {
 		CSS:      template.CSS(styleCSS),
 		Scenario: m.meta.Scenario, Suite: m.meta.Suite, System: m.meta.System,
 		Command: m.meta.Command, Interrupted: m.meta.Interrupted, LinOK: linOK,
-		Params: params(m), Truncated: m.truncated(),
+		Params: params(m), Truncated: m.truncated(), CaughtTotal: m.caughtCount(), RefusedStale: m.rep.Refused,
 	}
 	if len(m.expected) > 0 {
 		p.ExpectedNote = "expected to violate " + strings.Join(m.expected, ", ")
@@ -91,7 +92,8 @@ func renderRunHTML(w io.Writer, m *model, linOK bool) error {
 	for _, r := range m.results {
 		p.Results = append(p.Results, resultRow{
 			Invariant: r.res.Invariant, Status: r.st.label(), Class: r.st.class(), Message: r.res.Message,
-			Violations: len(r.res.Violations) + r.res.Truncated, Truncated: r.res.Truncated, Took: fmtDur(r.res.Duration),
+			Violations: len(r.res.Violations) + r.res.Truncated, Truncated: r.res.Truncated, Caught: r.res.CaughtCount(),
+			Took: fmtDur(r.res.Duration),
 		})
 	}
 	for _, in := range m.insts {
@@ -121,18 +123,9 @@ func renderRunHTML(w io.Writer, m *model, linOK bool) error {
 	}
 	p.Ops = template.HTML(renderOps(m))
 	for _, v := range m.viols {
-		vv := violView{
-			ID: v.id(), Invariant: v.invariant, Status: v.st.label(), Class: v.st.class(), At: fmtAt(v.v.At),
-			Endpoint: v.v.Endpoint, Instances: strings.Join(v.v.Instances, ", "), Message: v.v.Message,
-		}
+		vv := violViewOf(m, v)
 		if v.n <= maxExcerpts {
 			vv.Rows, vv.Excerpted = m.excerpt(v), true
-		}
-		if v.invariant == checker.InvSinglePoller {
-			vv.Reached = "refused by fencing (safe)"
-			if v.v.ReachedResource {
-				vv.Reached = "reached the resource"
-			}
 		}
 		if v.n <= maxZooms && v.n <= maxExcerpts {
 			vv.Zoom = template.HTML(renderZoom(m, v))
@@ -141,8 +134,37 @@ func renderRunHTML(w io.Writer, m *model, linOK bool) error {
 		}
 		p.Violations = append(p.Violations, vv)
 	}
+	for _, v := range m.caught {
+		vv := violViewOf(m, v)
+		if v.n <= maxExcerpts {
+			vv.Rows, vv.Excerpted = m.excerpt(v), true
+		}
+		p.Caught = append(p.Caught, vv)
+	}
 	p.Files = runFiles(linOK)
 	return reportTmpl.Execute(w, p)
+}
+
+// violViewOf describes a violation or a caught finding for the page.
+func violViewOf(m *model, v violInfo) violView {
+	vv := violView{
+		ID: v.id(), Invariant: v.invariant, Status: v.st.label(), Class: v.st.class(), At: fmtAt(v.v.At),
+		Endpoint: v.v.Endpoint, Instances: strings.Join(v.v.Instances, ", "), Message: v.v.Message,
+		Outside: strings.Join(v.v.Outside, ", "),
+	}
+	switch {
+	case v.st == stCaught:
+		vv.Reached = "stopped before the resource (safe)"
+	case v.invariant == checker.InvSinglePoller || v.invariant == checker.InvValidity:
+		vv.Reached = "reached the resource"
+	case v.invariant == checker.InvSingleHolder && v.v.ReachedResource:
+		vv.Reached = "a stale poll reached the resource"
+	case v.invariant == checker.InvSingleHolder:
+		vv.Reached = "no stale poll reached the resource"
+	case v.invariant == checker.InvStalePoll:
+		vv.Reached = "refused by fencing, but inside the assumptions"
+	}
+	return vv
 }
 
 // params lists the scenario's parameters.
@@ -155,7 +177,8 @@ func params(m *model) []kv {
 		{"lease TTL", fmtDur(mt.LeaseTTL)}, {"failover bound", fmtDur(mt.FailoverBound)},
 		{"poll interval", fmtDur(mt.PollInterval)}, {"fencing", fmt.Sprint(mt.Fencing)},
 		{"duration", fmtDur(m.dur)},
-		{"events", fmt.Sprintf("%d (%d operations, %d polls, %d refused)", len(m.ev), m.rep.Ops, m.rep.Polls, m.rep.Refused)},
+		{"events", fmt.Sprintf("%d (%d operations, %d polls, %d refused by fencing)", len(m.ev), m.rep.Ops, m.rep.Polls, m.rep.Refused)},
+		{"assumptions", assumptionsText(mt.Assumptions)},
 	}
 	if mt.Suite != "" {
 		out = append(out, kv{"suite", mt.Suite})
@@ -174,6 +197,24 @@ func params(m *model) []kv {
 		out = append(out, kv{"steady windows", strings.Join(ws, ", ")})
 	}
 	return out
+}
+
+// assumptionsText states the system's assumptions as the history records them.
+func assumptionsText(a history.Assumptions) string {
+	if a.DriftBound == 0 && a.Persistence == "" && a.Topology == "" && len(a.Outside) == 0 {
+		return "not recorded"
+	}
+	s := fmt.Sprintf("drift bound %g", a.DriftBound)
+	if a.Persistence != "" {
+		s += ", persistence " + a.Persistence
+	}
+	if a.Topology != "" {
+		s += ", topology " + a.Topology
+	}
+	if len(a.Outside) > 0 {
+		s += "; outside them: " + strings.Join(a.Outside, ", ")
+	}
+	return s
 }
 
 func targetsText(ts []string) string {

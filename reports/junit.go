@@ -71,7 +71,8 @@ func secs(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()) }
 
 // writeJUnit writes one <testsuite> per run and one <testcase> per invariant: a violation is a
 // <failure>, an unknown verdict an <error>, a skipped check <skipped>. A violation the scenario expected
-// passes; an expected violation that did not happen fails.
+// passes; an expected violation that did not happen fails. A caught verdict passes and says so in its
+// <system-out>: caught findings are safe and never failures.
 func writeJUnit(w io.Writer, name string, runs []junitRun) error {
 	if name == "" {
 		name = "simrun"
@@ -129,6 +130,8 @@ func junitSuite(r junitRun) jSuite {
 			s.Skipped++
 		case stExpected:
 			c.SystemOut = "violated, as the scenario expects: " + res.Message
+		case stCaught:
+			c.SystemOut = "caught (safe): outside the system's assumptions and stopped before the resource: " + res.Message
 		case stViolated:
 			c.Failure = &jMsg{Message: oneLine(res.Message, 300), Type: "violated", Body: violationList(res, mt.Command)}
 			s.Failures++

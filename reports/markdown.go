@@ -35,12 +35,15 @@ func renderRunMarkdown(w io.Writer, m *model) error {
 	if mt.Interrupted {
 		b.WriteString("> **Interrupted:** the history is partial.\n\n")
 	}
-	b.WriteString("| invariant | verdict | violations | reason |\n|---|---|---:|---|\n")
+	b.WriteString("| invariant | verdict | violations | caught (safe) | reason |\n|---|---|---:|---:|---|\n")
 	for _, r := range m.results {
-		fmt.Fprintf(&b, "| %s | %s %s | %d | %s |\n", r.res.Invariant, r.st.icon(), r.st.label(),
-			len(r.res.Violations)+r.res.Truncated, mdCell(r.res.Message, 160))
+		fmt.Fprintf(&b, "| %s | %s %s | %d | %d | %s |\n", r.res.Invariant, r.st.icon(), r.st.label(),
+			len(r.res.Violations)+r.res.Truncated, r.res.CaughtCount(), mdCell(r.res.Message, 160))
 	}
 	b.WriteString("\n")
+	if m.rep.Refused > 0 {
+		fmt.Fprintf(&b, "%d polls were refused by fencing (judged by stale-poll; never counted as single-poller violations).\n\n", m.rep.Refused)
+	}
 	if h := failoverHeadline(m); h != "" {
 		fmt.Fprintf(&b, "**Failover:** %s\n\n", h)
 		b.WriteString("| fault | targets | endpoints | p50 | p99 | max | bound | over bound |\n|---|---|---:|---:|---:|---:|---:|---:|\n")
@@ -65,6 +68,17 @@ func renderRunMarkdown(w io.Writer, m *model) error {
 		}
 		if t := m.truncated(); t > 0 {
 			fmt.Fprintf(&b, "- (%d more counted, not listed)\n", t)
+		}
+		b.WriteString("\n")
+	}
+	if len(m.caught) > 0 {
+		fmt.Fprintf(&b, "**Caught (safe, %d):** outside the system's assumptions and stopped before the resource; not violations.\n\n", m.caughtCount())
+		for i, v := range m.caught {
+			if i == mdMaxViolations {
+				fmt.Fprintf(&b, "- … %d more in report.html\n", m.caughtCount()-i)
+				break
+			}
+			fmt.Fprintf(&b, "- %s\n", mdCell(violTip(v), 240))
 		}
 		b.WriteString("\n")
 	}

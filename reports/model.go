@@ -36,6 +36,7 @@ type model struct {
 	faults  []faultInfo
 	results []resultView
 	viols   []violInfo
+	caught  []violInfo // safe findings: caught outside the system's assumptions
 	groups  []foGroup
 }
 
@@ -108,8 +109,13 @@ type violInfo struct {
 	ep        int // endpoint index, -1 when the violation concerns no known endpoint
 }
 
-// id is the violation's anchor and caption.
-func (v violInfo) id() string { return fmt.Sprintf("V%d", v.n) }
+// id is the violation's anchor and caption; caught findings are C1, C2, ...
+func (v violInfo) id() string {
+	if v.st == stCaught {
+		return fmt.Sprintf("C%d", v.n)
+	}
+	return fmt.Sprintf("V%d", v.n)
+}
 
 // buildModel digests a run.
 func buildModel(r Run) *model {
@@ -364,21 +370,46 @@ func (m *model) buildFaults() {
 	}
 }
 
-// buildResults applies expectations and numbers the violations.
+// buildResults applies expectations and numbers the violations and, apart, the caught findings.
 func (m *model) buildResults() {
-	n := 0
-	for _, res := range m.rep.Results {
+	m.rep.Results = slices.Clone(m.rep.Results) // the caller's report is left as it is
+	for i, res := range m.rep.Results {
+		res = legacyRefusals(res)
+		m.rep.Results[i] = res
 		st := statusOf(res, m.expected)
 		m.results = append(m.results, resultView{res: res, st: st})
 		for _, v := range res.Violations {
-			n++
-			ep, ok := m.epIdx[v.Endpoint]
-			if !ok {
-				ep = -1
-			}
-			m.viols = append(m.viols, violInfo{n: n, invariant: res.Invariant, st: st, v: v, ep: ep})
+			m.viols = append(m.viols, violInfo{n: len(m.viols) + 1, invariant: res.Invariant, st: st, v: v, ep: m.epOf(v)})
+		}
+		for _, v := range res.Caught {
+			m.caught = append(m.caught, violInfo{n: len(m.caught) + 1, invariant: res.Invariant, st: stCaught, v: v, ep: m.epOf(v)})
 		}
 	}
+}
+
+func (m *model) epOf(v checker.Violation) int {
+	if ep, ok := m.epIdx[v.Endpoint]; ok {
+		return ep
+	}
+	return -1
+}
+
+// legacyRefusals moves the refused polls a single-poller result of an older result.json listed among
+// its violations (ReachedResource false) to its caught findings, as they were judged safe then.
+func legacyRefusals(res checker.Result) checker.Result {
+	if res.Invariant != checker.InvSinglePoller || len(res.Breaches()) == len(res.Violations) {
+		return res
+	}
+	var keep []checker.Violation
+	for _, v := range res.Violations {
+		if v.ReachedResource {
+			keep = append(keep, v)
+		} else {
+			res.Caught = append(res.Caught, v)
+		}
+	}
+	res.Violations = keep
+	return res
 }
 
 // truncated counts violations the checker did not list.
@@ -386,6 +417,15 @@ func (m *model) truncated() int {
 	n := 0
 	for _, r := range m.rep.Results {
 		n += r.Truncated
+	}
+	return n
+}
+
+// caughtCount counts every caught finding, listed or not.
+func (m *model) caughtCount() int {
+	n := 0
+	for _, r := range m.rep.Results {
+		n += r.CaughtCount()
 	}
 	return n
 }

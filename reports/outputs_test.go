@@ -21,7 +21,7 @@ func verdictReport() checker.Report {
 	return checker.Report{Results: []checker.Result{
 		{Invariant: checker.InvAssumptions, Outcome: checker.Pass, Message: "ok"},
 		{Invariant: checker.InvSinglePoller, Outcome: checker.Violated, Message: "two | pollers", Duration: 1500 * time.Millisecond,
-			Violations: []checker.Violation{{At: time.Second, Endpoint: "e1", Instances: []string{"a", "b"}, Message: "overlap"}}, Truncated: 2},
+			Violations: []checker.Violation{{At: time.Second, Endpoint: "e1", Instances: []string{"a", "b"}, Message: "overlap", ReachedResource: true}}, Truncated: 2},
 		{Invariant: checker.InvLinearizable, Outcome: checker.Unknown, Message: "checker timed out"},
 		{Invariant: checker.InvLiveness, Outcome: checker.Skipped, Message: "no steady window"},
 		{Invariant: checker.InvBalance, Outcome: checker.Violated, Message: "unbalanced", Violations: []checker.Violation{{At: 2 * time.Second, Message: "a held 3"}}},

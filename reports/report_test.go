@@ -241,7 +241,7 @@ func TestWriteRunUnusualHistories(t *testing.T) {
 			}},
 			Report: checker.Report{Results: []checker.Result{
 				{Invariant: checker.InvBalance, Outcome: checker.Violated, Message: "unbalanced <&>", Violations: []checker.Violation{{At: 5 * time.Second, Message: "a held 2"}}},
-				{Invariant: checker.InvSinglePoller, Outcome: checker.Violated, Violations: []checker.Violation{{At: 2 * time.Second, Endpoint: "e1", Events: []int64{2, 99}, Message: "refused"}}, Truncated: 3},
+				{Invariant: checker.InvStalePoll, Outcome: checker.Violated, Violations: []checker.Violation{{At: 2 * time.Second, Endpoint: "e1", Events: []int64{2, 99}, Message: "refused"}}, Truncated: 3},
 				{Invariant: checker.InvLinearizable, Outcome: checker.Unknown, Message: "timed out"},
 			}, Ops: 1, Polls: 2, Refused: 1},
 		},

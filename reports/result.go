@@ -16,7 +16,7 @@ import (
 
 // ResultSchemaVersion is written into every result.json. Adding fields keeps the version; renaming,
 // removing or changing the meaning of one raises it. SCHEMA.md documents the format.
-const ResultSchemaVersion = 1
+const ResultSchemaVersion = 2
 
 // RunResult is the content of result.json: the verdict of one run, for machines.
 type RunResult struct {
@@ -34,6 +34,11 @@ type RunResult struct {
 	Expected []string `json:"expected,omitempty"`
 	// Invariants is the verdict per invariant, in the checker's order.
 	Invariants []InvariantResult `json:"invariants"`
+	// RefusedStale counts polls refused by fencing. They are never violations of single-poller; the
+	// stale-poll invariant judges them (a violation inside the system's assumptions, caught outside).
+	RefusedStale int `json:"refused_stale"`
+	// Caught counts every finding caught outside the system's assumptions, over all invariants.
+	Caught int `json:"caught"`
 	// Failover summarises takeover latencies per fault, in order of the faults' times.
 	Failover []FailoverSummary `json:"failover,omitempty"`
 	// Meta is the history's header.
@@ -53,8 +58,10 @@ type InvariantResult struct {
 	// OK says whether this verdict lets the run pass (pass, skipped, or violated as expected).
 	OK         bool   `json:"ok"`
 	Message    string `json:"message"`
-	Violations int    `json:"violations"` // listed plus truncated
+	Violations int    `json:"violations"` // listed plus truncated; never caught findings
 	Truncated  int    `json:"truncated,omitempty"`
+	// Caught counts the findings caught outside the system's assumptions (safe), listed plus truncated.
+	Caught int `json:"caught,omitempty"`
 }
 
 // FailoverSummary is the takeovers measured after one fault. Latencies are nanoseconds, -1 when no
@@ -81,13 +88,13 @@ func resultOf(r Run, m *model, linOK bool) RunResult {
 	res := RunResult{
 		Schema: ResultSchemaVersion, Scenario: mt.Scenario, Suite: mt.Suite, System: mt.System, Seed: mt.Seed,
 		Command: mt.Command, Passed: r.Passed, Expected: r.expected(), Meta: mt, Report: r.Report,
-		Invariants: []InvariantResult{},
+		Invariants: []InvariantResult{}, RefusedStale: r.Report.Refused, Caught: m.caughtCount(),
 	}
 	for _, rv := range m.results {
 		res.Invariants = append(res.Invariants, InvariantResult{
 			Invariant: rv.res.Invariant, Outcome: rv.res.Outcome, Expected: slices.Contains(res.Expected, rv.res.Invariant),
 			OK: rv.st.ok(), Message: rv.res.Message, Violations: len(rv.res.Violations) + rv.res.Truncated,
-			Truncated: rv.res.Truncated,
+			Truncated: rv.res.Truncated, Caught: rv.res.CaughtCount(),
 		})
 	}
 	for _, g := range m.groups {

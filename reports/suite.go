@@ -131,6 +131,8 @@ func suiteRowOf(r SuiteEntry, cols []string) suiteRow {
 			cell = suiteCell{Text: st.label(), Class: st.class(), Tip: oneLine(res.Message, 300)}
 			if n := len(res.Violations) + res.Truncated; n > 0 {
 				cell.Text = fmt.Sprintf("%s (%d)", st.label(), n)
+			} else if n := res.CaughtCount(); n > 0 {
+				cell.Text = fmt.Sprintf("%s (%d)", st.label(), n)
 			}
 		}
 		row.Cells = append(row.Cells, cell)
@@ -189,6 +191,8 @@ func cellIcon(class string) string {
 		return "❌"
 	case "unknown":
 		return "❓"
+	case "caught":
+		return "🛡️ (caught)"
 	default:
 		return "–"
 	}

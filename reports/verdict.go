@@ -16,10 +16,11 @@ const (
 	stViolated               // violated, unexpectedly
 	stMissed                 // expected to be violated, but was not: the checker missed it
 	stUnknown                // could not be decided (checker timeout, incomplete history)
+	stCaught                 // broken only outside the system's assumptions, and stopped before the resource
 )
 
 // ok reports whether the status lets the run pass.
-func (s status) ok() bool { return s == stPass || s == stSkipped || s == stExpected }
+func (s status) ok() bool { return s == stPass || s == stSkipped || s == stExpected || s == stCaught }
 
 // label is the status for a person.
 func (s status) label() string {
@@ -34,6 +35,8 @@ func (s status) label() string {
 		return "violated"
 	case stMissed:
 		return "not violated (expected to be)"
+	case stCaught:
+		return "caught (safe)"
 	default:
 		return "unknown"
 	}
@@ -50,6 +53,8 @@ func (s status) class() string {
 		return "expected"
 	case stViolated, stMissed:
 		return "violated"
+	case stCaught:
+		return "caught"
 	default:
 		return "unknown"
 	}
@@ -62,6 +67,8 @@ func (s status) icon() string {
 		return "✅"
 	case stSkipped:
 		return "⏭️"
+	case stCaught:
+		return "🛡️"
 	case stViolated, stMissed:
 		return "❌"
 	default:
@@ -88,13 +95,18 @@ func statusOf(res checker.Result, expected []string) status {
 			return stMissed
 		}
 		return stSkipped
+	case checker.Caught:
+		if exp {
+			return stMissed
+		}
+		return stCaught
 	default:
 		return stUnknown
 	}
 }
 
 // Judge reports whether a run passes given the invariants its scenario expects to be violated: every
-// expected invariant must be reported violated, and every other one must pass or be skipped. An unknown
+// expected invariant must be reported violated, and every other one must pass, be caught or be skipped. An unknown
 // verdict never passes. Callers may compute Run.Passed with it.
 func Judge(rep checker.Report, expected []string) bool {
 	for _, inv := range expected {

@@ -25,26 +25,35 @@ type summaryRow struct {
 	passed   bool
 	outcomes map[string]checker.Outcome
 	detail   string
+	refused  int // polls refused by fencing: never violations of single-poller
 	failover string
 	duration time.Duration
 }
 
-var invariantOrder = []string{checker.InvSinglePoller, checker.InvLinearizable, checker.InvFailover, checker.InvBalance, checker.InvFencing, checker.InvLiveness}
+var invariantOrder = []string{checker.InvSingleHolder, checker.InvSinglePoller, checker.InvStalePoll, checker.InvValidity,
+	checker.InvLinearizable, checker.InvFailover, checker.InvBalance, checker.InvFencing, checker.InvLiveness}
 
 func newSummaryRow(m history.Meta, rep checker.Report, passed bool) summaryRow {
 	row := summaryRow{scenario: m.Scenario, passed: passed, outcomes: map[string]checker.Outcome{}, duration: m.Duration}
-	var bad []string
+	var bad, caught []string
 	for _, r := range rep.Results {
 		row.outcomes[r.Invariant] = r.Outcome
-		if r.Outcome == checker.Violated || r.Outcome == checker.Unknown {
+		switch r.Outcome {
+		case checker.Violated, checker.Unknown:
 			bad = append(bad, fmt.Sprintf("%s %s: %s", r.Invariant, r.Outcome, r.Message))
+		case checker.Caught:
+			caught = append(caught, fmt.Sprintf("%s caught (safe): %s", r.Invariant, r.Message))
 		}
 	}
-	if len(bad) == 0 {
+	switch {
+	case len(bad) > 0:
+		row.detail = strings.Join(append(bad, caught...), "; ")
+	case len(caught) > 0:
+		row.detail = "all invariants hold; " + strings.Join(caught, "; ")
+	default:
 		row.detail = "all invariants hold"
-	} else {
-		row.detail = strings.Join(bad, "; ")
 	}
+	row.refused = rep.Refused
 	row.failover = failoverFigures(rep.Failovers)
 	return row
 }
@@ -84,6 +93,8 @@ func mark(o checker.Outcome) string {
 		return "unknown"
 	case checker.Skipped:
 		return "-"
+	case checker.Caught:
+		return "caught"
 	}
 	return "?"
 }
@@ -94,7 +105,7 @@ func printSummary(w io.Writer, rows []summaryRow) {
 	for _, inv := range invariantOrder {
 		fmt.Fprintf(tw, "\t%s", inv)
 	}
-	fmt.Fprint(tw, "\tfailover\n")
+	fmt.Fprint(tw, "\trefused\tfailover\n")
 	pass := 0
 	for _, r := range rows {
 		if r.passed {
@@ -104,7 +115,7 @@ func printSummary(w io.Writer, rows []summaryRow) {
 		for _, inv := range invariantOrder {
 			fmt.Fprintf(tw, "\t%s", mark(r.outcomes[inv]))
 		}
-		fmt.Fprintf(tw, "\t%s\n", r.failover)
+		fmt.Fprintf(tw, "\t%d\t%s\n", r.refused, r.failover)
 	}
 	_ = tw.Flush()
 	fmt.Fprintf(w, "\n%d passed, %d failed\n", pass, len(rows)-pass)
