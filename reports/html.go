@@ -48,9 +48,9 @@ type faultRow struct{ ID, Name, Targets, From, To, Params string }
 
 type violView struct {
 	ID, Invariant, Status, Class, At, Endpoint, Instances, Message, Reached, Outside string
-	Zoom                                                                    template.HTML
-	Rows                                                                    []excerptRow
-	Excerpted                                                               bool
+	Zoom                                                                             template.HTML
+	Rows                                                                             []excerptRow
+	Excerpted                                                                        bool
 }
 
 type fileLink struct{ Name, What string }
