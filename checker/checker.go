@@ -1,17 +1,34 @@
-// Package checker judges a recorded history against Tenure's invariants: single poller, linearizability
-// of the lease operations, failover time, balance, fencing and liveness.
+// Package checker judges a recorded history against Tenure's invariants: single holder, single poller,
+// stale polls, validity, linearizability of the lease operations, failover time, balance, fencing and
+// liveness.
 //
 // Check runs every invariant and returns one Result per invariant, assumptions first. A Result is a
 // verdict with a message, never a bare boolean: Pass, Violated, Unknown (the checker could not decide, for
-// example the linearizability search timed out or the run was interrupted) or Skipped (the invariant does
-// not apply to the scenario, or an assumption it rests on failed). Unknown never counts as a pass.
+// example the linearizability search timed out, the run was interrupted, or it went beyond the system's
+// assumptions without declaring it), Skipped (the invariant does not apply to the scenario, or an
+// assumption it rests on failed) or Caught (see below). Unknown never counts as a pass.
+//
+// Mutual exclusion is judged at two levels and reported apart:
+//   - beliefs (single-holder): no two instances believe they hold one endpoint at once. A belief ends at
+//     its held=false event, the instance's crash or stop, or its recorded deadline, whichever comes first;
+//   - the resource: no two holders' polls reached it (single-poller), no stale poll arrived even if
+//     fencing refused it (stale-poll), every poll lies inside its poller's own confirmed lease (validity),
+//     and tokens never go backwards, across backend wipes too (fencing).
+//
+// The history records the system's assumptions (drift bound, persistence, topology, fault classes
+// declared outside them). Inside them each finding is a violation. A finding that a fault outside them
+// explains is expected: Caught when nothing of it reached the resource (safe: it lets the run pass and
+// is listed in Result.Caught, never among the violations), and still Violated when a stale poll
+// reached the resource. A clock drifting beyond the drift bound lies outside the assumptions; a run
+// that did not declare it gets an Unknown assumptions verdict, never a silent pass.
 //
 // What the verdicts rest on:
 //   - all times are the harness's monotonic run times recorded in the history; instance clocks play no
-//     part, so drifting instances are judged on the same time base;
+//     part, so drifting instances are judged on the same time base (beliefs' deadlines are converted to
+//     it by the recorder);
 //   - a poll "reaches the resource" unless its outcome is refused (a stale fencing token);
-//   - the bounds (lease TTL, failover bound, poll interval, steady windows) come from the history's Meta,
-//     so a saved history is judged as it was when recorded.
+//   - the bounds (lease TTL, failover bound, poll interval, steady windows, drift bound) come from the
+//     history's Meta, so a saved history is judged as it was when recorded.
 package checker
 
 import (
@@ -50,11 +67,13 @@ func (o Options) withDefaults() Options {
 }
 
 // Check judges h against every invariant and returns the report. Results come in a fixed order:
-// assumptions, single-poller, linearizability, failover, balance, fencing, liveness.
+// assumptions, single-holder, single-poller, stale-poll, validity, linearizability, failover, balance,
+// fencing, liveness.
 //
 // When the assumptions fail (empty history, missing or invalid Meta, unsorted events, no polls) every
 // later invariant is Skipped with the reason. When the run was interrupted the assumptions are Unknown;
-// the safety invariants (single-poller, linearizability, fencing) are still judged, because a violation
+// the safety invariants (single-holder, single-poller, stale-poll, validity, linearizability, fencing)
+// are still judged, because a violation
 // in a partial history is a real one, while failover, balance and liveness are Skipped.
 func Check(h history.History, opts Options) Report {
 	opts = opts.withDefaults()
