@@ -73,8 +73,8 @@ func (o Options) withDefaults() Options {
 // When the assumptions fail (empty history, missing or invalid Meta, unsorted events, no polls) every
 // later invariant is Skipped with the reason. When the run was interrupted the assumptions are Unknown;
 // the safety invariants (single-holder, single-poller, stale-poll, validity, linearizability, fencing)
-// are still judged, because a violation
-// in a partial history is a real one, while failover, balance and liveness are Skipped.
+// are still judged, because a violation in a partial history is a real one, while failover, balance and
+// liveness are Skipped.
 func Check(h history.History, opts Options) Report {
 	opts = opts.withDefaults()
 	idx := newIndex(h)
