@@ -93,7 +93,7 @@ func checkAssumptions(idx *index) Result {
 func assumptionsNote(idx *index) string {
 	a := idx.meta.Assumptions
 	if !idx.scope.recorded {
-		return "; the history records no assumptions (an older history): every fault is judged as inside them, and clock drift is not judged against a bound"
+		return "; the history records no assumptions (an older history): belief overlaps are judged as inside them, stale polls fencing refused as safe, and clock drift against no bound"
 	}
 	note := fmt.Sprintf("; assumptions: drift bound %g", a.DriftBound)
 	if a.Persistence != "" {

@@ -58,7 +58,11 @@ func beliefsOf(idx *index, ep string) []belief {
 				finish(cur, e.At, e.Seq, reasonOr(bl.Reason, "ended"))
 				continue
 			case bl.Token == cur.token:
-				cur.deadline = bl.Deadline
+				// A confirmed renewal: a later deadline extends the belief; one reported without a
+				// deadline leaves it with none.
+				if bl.Deadline == 0 || bl.Deadline > cur.deadline {
+					cur.deadline = bl.Deadline
+				}
 				cur.renewals++
 				continue
 			default:

@@ -95,7 +95,9 @@ func checkSinglePoller(idx *index, opts Options) Result {
 // checkStalePoll judges the polls refused by fencing: each is a stale holder acting after a newer one,
 // stopped only at the resource. Inside the system's stated assumptions that must not happen at all, so
 // each is a violation; one that a fault outside the assumptions explains (see scope.involved) is
-// expected and caught. Skipped when the resource did not check tokens and refused nothing.
+// expected and caught. A history that records no assumptions (written before they were recorded) cannot
+// say which faults lie outside them: its refusals are caught, as they were judged before, and the message
+// says so. Skipped when the resource did not check tokens and refused nothing.
 func checkStalePoll(idx *index, opts Options) Result {
 	if idx.refused == 0 && !idx.meta.Fencing {
 		return Result{Invariant: InvStalePoll, Outcome: Skipped,
@@ -111,13 +113,17 @@ func checkStalePoll(idx *index, opts Options) Result {
 				Outside: idx.scope.involved(p.At, pollEnd(p), p.Instance),
 				Message: fmt.Sprintf("stale poll by %s with token %d refused by fencing (the resource had seen token %d)",
 					p.Instance, p.Poll.Token, p.Poll.MaxToken)}
-			if len(v.Outside) == 0 {
+			switch {
+			case len(v.Outside) > 0:
+				v.Message += "; expected outside the assumptions (" + strings.Join(v.Outside, ", ") + ")"
+				caught.add(v)
+			case !idx.scope.recorded:
+				v.Message += "; the history records no assumptions, so fencing stopping it is taken as safe"
+				caught.add(v)
+			default:
 				v.Message += "; no fault outside the system's assumptions explains it"
 				bad.add(v)
-				continue
 			}
-			v.Message += "; expected outside the assumptions (" + strings.Join(v.Outside, ", ") + ")"
-			caught.add(v)
 		}
 	}
 	return verdict(InvStalePoll, opts.MaxViolations, &bad, &caught,
