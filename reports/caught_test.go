@@ -111,3 +111,14 @@ func TestLegacyRefusalsRenderAsCaught(t *testing.T) {
 	require.Len(t, m.caught, 1)
 	require.Len(t, r.Report.Results[0].Violations, 1, "the caller's report is left as it is")
 }
+
+func TestSuiteShowsCaughtApart(t *testing.T) {
+	r := caughtRun()
+	row := suiteRowOf(SuiteEntry{Dir: "run", Meta: r.History.Meta, Report: r.Report, Passed: r.Passed},
+		[]string{checker.InvSinglePoller, checker.InvStalePoll})
+	require.Equal(t, "pass", row.Class)
+	require.Equal(t, "pass", row.Cells[0].Class)
+	require.Equal(t, "caught", row.Cells[1].Class)
+	require.Equal(t, "caught (safe) (5)", row.Cells[1].Text)
+	require.Equal(t, "🛡️ (caught)", cellIcon(row.Cells[1].Class))
+}
