@@ -65,6 +65,7 @@ func checkSinglePoller(idx *index, opts Options) Result {
 				}
 			}
 			if v != nil {
+				v.Outside = idx.scope.involved(v.At, pollEnd(p), v.Instances...)
 				bad.add(*v)
 				if zombie {
 					zombies++

@@ -106,3 +106,19 @@ func TestSinglePoller(t *testing.T) {
 		})
 	}
 }
+
+// Outside the assumptions, a stale poll that reached the resource is still a violation; the fault it is
+// attributed to is named for the reader.
+func TestSinglePollerOutsideAssumptionsStillViolated(t *testing.T) {
+	s := time.Second
+	h := newBuilder().assume(0.01, "pause").fault("f1", "pause", s, 3*s, false, false, "a").
+		poll("a", "e1", 0, ms(100), 1).poll("b", "e1", 2*s, 2*s+ms(100), 2).
+		poll("a", "e1", 3*s+ms(10), 3*s+ms(100), 1).build()
+	rep := Check(h, DefaultOptions())
+	r := resultOf(t, rep, InvSinglePoller)
+	require.Equal(t, Violated, r.Outcome)
+	require.Len(t, r.Violations, 1)
+	require.Equal(t, []string{"f1 pause"}, r.Violations[0].Outside)
+	require.Empty(t, r.Caught)
+	require.False(t, rep.OK())
+}

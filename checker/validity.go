@@ -110,6 +110,7 @@ func checkValidity(idx *index, opts Options) Result {
 				v.Message = fmt.Sprintf("%s polled %s at %v, but none of its acquisitions or renewals of it was confirmed",
 					p.Instance, ep, p.At)
 			}
+			v.Outside = idx.scope.involved(p.At, pollEnd(p), p.Instance)
 			bad.add(v)
 		}
 	}
