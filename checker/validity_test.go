@@ -45,6 +45,15 @@ func TestValidity(t *testing.T) {
 			outcome: Violated, bad: 1, msg: "past the end of its lease",
 		},
 		{
+			name: "a poll cut at the deadline may end a little late, never past the key's expiry",
+			b: newBuilder().assume(0.1).op("a", history.OpAcquire, key, "a", ttl, 0, ms(5), true, "").
+				add(history.Event{Kind: history.KindPoll, At: 2 * s, End: 2*s + ms(900), Instance: "a", Endpoint: "e1",
+					Poll: &history.Poll{Token: 1, Outcome: history.PollCancelled}}).
+				add(history.Event{Kind: history.KindPoll, At: 2*s + ms(500), End: 3*s + ms(10), Instance: "a", Endpoint: "e1",
+					Poll: &history.Poll{Token: 1, Outcome: history.PollCancelled}}),
+			outcome: Violated, bad: 1, msg: "past the end of its lease",
+		},
+		{
 			name: "a poll before the acquire's reply",
 			b: newBuilder().op("a", history.OpAcquire, key, "a", ttl, 0, ms(50), true, "").
 				poll("a", "e1", ms(20), ms(40), 1),
