@@ -199,6 +199,9 @@ func newScope(idx *index) *scope {
 		}
 		rate, err := strconv.ParseFloat(f.Fault.Params["rate"], 64)
 		if err != nil {
+			// A drift nobody can measure cannot be shown to lie inside the bound.
+			s.outside = append(s.outside, outsideFault{e: f, why: fmt.Sprintf(
+				"its clock rate %q cannot be read, so it cannot be shown to lie within the drift bound %g", f.Fault.Params["rate"], a.DriftBound)})
 			continue
 		}
 		if e := math.Abs(rate - 1); e > a.DriftBound {

@@ -171,3 +171,19 @@ func TestDriftBeyondBoundWithTwoBelieversIsReported(t *testing.T) {
 	require.Len(t, r.Violations, 1)
 	require.False(t, within.OK())
 }
+
+// A clock-drift fault whose rate cannot be read is never taken to lie inside the drift bound.
+func TestUnreadableDriftIsABreach(t *testing.T) {
+	h := healthy().assume(0.01).faultP("f1", "clock-drift", 0, time.Second, map[string]string{"slot": "0"}, "a").build()
+	rep := Check(h, DefaultOptions())
+	a := resultOf(t, rep, InvAssumptions)
+	require.Equal(t, Unknown, a.Outcome)
+	require.Contains(t, a.Message, "cannot be read")
+	require.False(t, rep.OK())
+
+	// Older histories record no bound: drift is not judged, and the message says so.
+	h = healthy().faultP("f1", "clock-drift", 0, time.Second, map[string]string{"rate": "3"}, "a").build()
+	a = resultOf(t, Check(h, DefaultOptions()), InvAssumptions)
+	require.Equal(t, Pass, a.Outcome)
+	require.Contains(t, a.Message, "records no assumptions")
+}
