@@ -178,8 +178,10 @@ func TestPostgresFreedLockIsNotGrantedBeforeLeaseUntil(t *testing.T) {
 	require.True(t, ok)
 	again, ok, err := b1.TryAcquire(ctx, role, "a", ttl)
 	require.NoError(t, err)
-	require.True(t, ok, "idempotent for the holder")
-	require.Equal(t, t1, again)
+	require.True(t, ok, "the server confirms the holder's session still holds the lock")
+	require.Greater(t, again, t1, "a new attempt is a new holding")
+	require.ErrorIs(t, b1.Renew(ctx, role, "a", t1, ttl), ErrNotHeld, "the earlier holding is over")
+	t1 = again
 	_, ok, err = b2.TryAcquire(ctx, role, "b", ttl)
 	require.NoError(t, err)
 	require.False(t, ok, "the lock is held")
@@ -213,4 +215,37 @@ func TestPostgresFreedLockIsNotGrantedBeforeLeaseUntil(t *testing.T) {
 	require.Greater(t, t2, t1)
 	require.ErrorIs(t, b1.Release(ctx, role, "a", t1), ErrNotHeld)
 	require.NoError(t, b2.Release(ctx, role, "b", t2))
+}
+
+// TryAcquire by the instance that holds the role on this session must ask the server: the session (and
+// with it the lock) may have ended since.
+func TestPostgresTryAcquireAsksTheServerNotTheCache(t *testing.T) {
+	t.Parallel()
+	p := newPGEnv(t)
+	b := p.backend(t)
+	ctx := context.Background()
+	role := uniqueRole(t)
+	ttl := time.Second
+	_, ok, err := b.TryAcquire(ctx, role, "a", ttl)
+	require.NoError(t, err)
+	require.True(t, ok)
+
+	pid, _ := b.SessionPID(role)
+	_, err = p.admin.Exec(ctx, "SELECT pg_terminate_backend($1)", int64(pid))
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		var n int
+		require.NoError(t, p.admin.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE pid = $1", int64(pid)).Scan(&n))
+		return n == 0
+	}, 2*time.Second, 5*time.Millisecond, "terminated session gone")
+
+	term, ok, err := b.TryAcquire(ctx, role, "a", ttl)
+	if err == nil && ok {
+		// Granted again: then the server must say so, on a live session holding the lock.
+		var locks int
+		require.NoError(t, p.admin.QueryRow(ctx, `SELECT count(*) FROM pg_locks l JOIN `+p.table+` r ON r.role = $1
+			WHERE l.locktype = 'advisory' AND l.granted AND l.objid::bigint = $2 AND r.term = $3`,
+			role, int64(uint64(b.LockKey(role))&0xffffffff), int64(term)).Scan(&locks))
+		require.Equal(t, 1, locks, "success reported for a lock the server does not hold (term %d)", term)
+	}
 }
