@@ -369,7 +369,7 @@ func (e *Elector) release(term uint64) bool {
 func (e *Elector) lead(ctx context.Context, sent time.Time, term uint64) error {
 	lctx, cancel := context.WithCancelCause(ctx)
 	l := &leadership{ctx: lctx, cancel: cancel, term: term, since: e.cfg.Clock.Now(), idle: make(chan struct{})}
-	k := startKeeper(e.b, &e.cfg, term, sent, cancel)
+	k := startKeeper(lctx, e.b, &e.cfg, term, sent, cancel)
 	l.keeper = k
 
 	e.mu.Lock()
