@@ -3,10 +3,12 @@ package election
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/tenurelabs/tenure/internal/pgtest"
@@ -248,4 +250,41 @@ func TestPostgresTryAcquireAsksTheServerNotTheCache(t *testing.T) {
 			role, int64(uint64(b.LockKey(role))&0xffffffff), int64(term)).Scan(&locks))
 		require.Equal(t, 1, locks, "success reported for a lock the server does not hold (term %d)", term)
 	}
+}
+
+// Ten electors started at once, each with its own sessions, on a server that is slow to accept them:
+// OpTimeout is cut so short that a first attempt to open a session may time out. Start rides it out.
+func TestPostgresTenElectorsStartAtOnce(t *testing.T) {
+	t.Parallel()
+	p := newPGEnv(t)
+	role := uniqueRole(t)
+	reg := prometheus.NewRegistry()
+	es := make([]*Elector, 10)
+	for i := range es {
+		cfg := testConfig(t, role, fmt.Sprintf("n%d", i), uint64(i+1))
+		cfg.OpTimeout = 100 * time.Millisecond
+		cfg.Registerer = reg
+		e, err := New(p.backend(t), cfg)
+		require.NoError(t, err)
+		es[i] = e
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	sctx, scancel := context.WithTimeout(ctx, 60*time.Second)
+	defer scancel()
+	var wg sync.WaitGroup
+	errs := make([]error, len(es))
+	for i, e := range es {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = e.Start(sctx)
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		require.NoError(t, err, "elector %d", i)
+	}
+	t.Logf("start retries: %g", metricValue(t, reg, "tenure_election_start_retries_total", role))
+	stopAll(t, es)
 }
