@@ -234,6 +234,25 @@ func TestRedisRestartWithEmptyDatasetKeepsOneLeaderAndRaisesTerms(t *testing.T) 
 	f.finish(t) // checks that nobody acted or believed alongside the old leader
 }
 
+// The snapshot a restart loads predates the leadership: it holds the epoch key but not the leader key.
+// The standbys must not lead while the old leader may still believe.
+func TestRedisRestartFromOlderSnapshotKeepsOneLeader(t *testing.T) {
+	t.Parallel()
+	env := newRedisEnv(t)
+	f := redisFleet(t, env, 3, nil)
+	ctx := context.Background()
+	f.start(t)
+	epoch := NewRedisBackend(env.c, RedisOptions{}).key(f.es[0].Role(), "epoch")
+	require.Eventually(t, func() bool { return env.c.Exists(ctx, epoch).Val() == 1 }, 5*time.Second, time.Millisecond)
+	require.NoError(t, env.c.Save(ctx).Err())
+	f.leader(t, 10*time.Second)
+	first, _ := f.nextStart(t, 5*time.Second)
+	require.NoError(t, env.srv.Restart())
+	term, _ := f.nextStart(t, 10*time.Second)
+	require.Greater(t, term, first)
+	f.finish(t) // no two leaders acting or believing at once
+}
+
 func TestRedisTermsStrictlyIncreaseOverHandoffs(t *testing.T) {
 	t.Parallel()
 	env := newRedisEnv(t)
