@@ -421,7 +421,10 @@ func (e *Elector) lead(ctx context.Context, sent time.Time, term uint64) error {
 	e.mu.Unlock()
 	e.m.isLeader.Set(0)
 	e.m.tenure.Observe(e.cfg.Clock.Now().Sub(l.since).Seconds())
-	if errors.Is(why, ErrStopped) {
+	if !errors.Is(why, ErrCrashed) {
+		// Graceful stop: hand off. Involuntary loss: the holding may still be on the backend (a renewal
+		// that timed out may have taken effect), and a new attempt of this elector is not given it back;
+		// releasing it, now that nothing here acts on it, spares every candidate the wait for its expiry.
 		e.release(term)
 	}
 	e.emit(Event{Type: Lost, State: Candidate, Term: term, Err: why})
