@@ -11,16 +11,19 @@ import (
 // Every method must honour ctx (return when it ends) and be safe for concurrent use. A call that returns
 // an error may or may not have taken effect: callers treat such outcomes as unknown.
 type Backend interface {
-	// TryAcquire tries to make id the leader of role for ttl. It returns ok=false with a nil error when the
-	// role is held by someone else (or cannot yet be granted safely). It must be idempotent: when the role
-	// is already held by id (a retried request whose first attempt took effect), it succeeds with the term
-	// of that holding. A granted term is greater than every term granted earlier for role.
+	// TryAcquire tries to make id the leader of role for ttl: a new holding, identified by (id, term). It
+	// returns ok=false with a nil error when the role is held by someone else (or cannot yet be granted
+	// safely). A re-sent request whose first attempt took effect must succeed with that holding's term.
+	// A new call while an earlier holding of id exists must never hand that holding back as if it were
+	// new: it is refused, or (when the backend can confirm the earlier holding) it becomes a new holding
+	// with a new term, so a late renewal or release of the earlier one acts on nothing. A granted term is
+	// greater than every term granted earlier for role.
 	TryAcquire(ctx context.Context, role, id string, ttl time.Duration) (term uint64, ok bool, err error)
-	// Renew extends id's holding of role with the given term by ttl from now. It returns ErrNotHeld
-	// (wrapped) when role is not held by id with that term.
+	// Renew extends the holding (id, term) of role by ttl from now. It returns ErrNotHeld (wrapped) when
+	// role is not held by id with that term (a later holding of id included).
 	Renew(ctx context.Context, role, id string, term uint64, ttl time.Duration) error
 	// Release gives role up if it is held by id with term, and tells waiting candidates. It returns
-	// ErrNotHeld (wrapped) when it was not.
+	// ErrNotHeld (wrapped) when it was not; it never ends a later holding of id.
 	Release(ctx context.Context, role, id string, term uint64) error
 	// Leader reports who the backend believes holds role. A zero LeaderInfo.ID means nobody.
 	Leader(ctx context.Context, role string) (LeaderInfo, error)

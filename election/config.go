@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tenurelabs/tenure/clock"
+	"github.com/tenurelabs/tenure/internal/mutation"
 )
 
 // Config configures an Elector (and RunOnce). Start from DefaultConfig and set Role; New validates.
@@ -64,6 +65,18 @@ type Config struct {
 	// OnNewLeader is called when the observed leader changes to id (this instance's ID included). It
 	// runs on the elector's goroutine: keep it short.
 	OnNewLeader func(id string)
+	// OnValidUntil is called with the local deadline of the leadership with term (on Clock: the moment
+	// the leader context is cancelled unless a renewal is confirmed first) when it is acquired, before
+	// OnStartedLeading, and each time a confirmed renewal moves it. It is not called once the leader
+	// context has been cancelled, though a call may race with a cancellation from outside (Stop, the end
+	// of Start's context): order it against the leader context's end where that matters. It runs on the
+	// elector's goroutines: keep it short.
+	OnValidUntil func(term uint64, until time.Time)
+
+	// Mutations removes safety mechanisms, for this module's own checker-power tests (the mutants of
+	// internal/mutation: a mechanism no scenario can catch removing is an untested mechanism). Code
+	// outside the module cannot build a non-empty Set, so production electors always run whole.
+	Mutations mutation.Set
 
 	_ struct{}
 }

@@ -34,11 +34,82 @@
 // token) greater than every earlier term of that role, including across a Redis restart with an empty
 // dataset (Redis terms are the server's clock in µs, raised above the last term seen: a restart that
 // also loses the term key relies on that clock not stepping back); a resource that rejects writes with
-// a term lower than one it has seen stays safe even when the assumptions above fail. The package cannot fence on its own: pass the term to the resource.
+// a term lower than one it has seen stays safe even when the assumptions above fail. The package cannot
+// fence on its own: pass the term to the resource.
 //
-// A Redis that restarts empty forgets the holding while the old leader may still be inside its deadline.
-// The Redis backend notices a lost dataset (its epoch key is gone) and grants the role to nobody for one
-// TTL, which also delays the very first election of a role by one TTL.
+// # Backend clocks must slew, not step
+//
+// The backend's clock is part of the argument. Redis expires keys and computes the fresh-dataset grace
+// and the terms from its own clock (key expiry, TIME); PostgreSQL compares lease_until with now(). A
+// step forward on the backend host ends a holding early (a standby is granted the role while the
+// leader is inside its local deadline); a step back can repeat a term after the term key is gone and
+// stretch the grace. DriftBound covers rate errors only: run the backend host with a time daemon that
+// slews (chronyd, ntpd -x, systemd-timesyncd with small corrections), never one that steps while the
+// backend serves elections, and do not set its clock by hand.
+//
+// # Holding identity
+//
+// A holding is identified by the instance and its term, and every term is granted once. Renew and
+// Release compare both, so a late or re-sent release (go-redis re-sends a command whose reply was
+// lost) of an earlier holding never ends a later holding of the same instance, as happens when one
+// instance ID is reused (RunOnce with a fixed ID, a restarted process). A new acquire attempt by an
+// instance that still has an earlier holding on the backend is not handed that holding back: Redis
+// refuses it until the earlier holding is released or expires (the attempt nonce tells a re-send of
+// one attempt from a new attempt); PostgreSQL confirms the earlier holding on the server and reissues
+// it with a new term. The Elector also refuses to lead with a term not above its previous one.
+//
+// # Fresh-dataset guard (Redis)
+//
+// A Redis that loses holdings while their holders are inside their local deadlines (a restart without
+// persistence; a restart that loads an RDB or AOF snapshot older than the holdings, and redis-server
+// writes RDB snapshots by default; FLUSHALL) would grant the role at once to a standby. Each role's
+// epoch key records the server run (run_id, read by the acquire script from INFO server) for which the
+// guard was last armed. An acquire that finds the epoch key missing, or naming another run, arms the
+// guard anew: nobody is granted the role for one TTL, by which time every holder from before the loss
+// is past its deadline (its holding was confirmed before the loss, and the grace starts after it). Why
+// run_id: it is drawn anew at every start of redis-server and is never in a snapshot, so a restart
+// re-arms the guard whatever it loaded, while a server that keeps running never re-arms it without
+// cause; a key written by the client cannot tell a restart from a long idle period. The script reads
+// run_id itself rather than being passed one the client read earlier, so no restart can fall between
+// the read and its use. A server or proxy that does not answer INFO server (miniredis, a renamed INFO)
+// leaves only the missing-key check: a restart that loads an older snapshot is then not detected. The
+// guard also delays the first election of a role, and the first after KeyTTL of disuse, by one TTL.
+// A promoted replica is a new run too, so failover re-arms the guard; but a replica that lost acknowledged
+// writes can still bring back an old holding, which is why the topology assumed is a single server.
+//
+// # Keys (Redis)
+//
+// Every key expires. The holding expires after its TTL; the term and epoch keys KeyTTL (default 24h)
+// after the role's last acquire or renewal, so roles that come and go leave nothing behind. Terms stay
+// monotonic without the term key, being the server's time in µs (raised above the term key while it
+// exists, for grants within one µs or a clock standing still); an expired epoch key only re-arms the
+// guard.
+//
+// # The lease package's protocol
+//
+// The lease package (per-endpoint leases) runs the same Redis holding protocol in its safety mechanisms:
+// renew and release are conditional Lua scripts that compare the holding, acquires are idempotent per
+// attempt, the fresh-dataset guard is an epoch bound to the server's run_id, bookkeeping keys expire,
+// and the local deadline is counted from the request's send time. The one difference is deliberate and
+// lies in what names a holding. A lease's fencing token comes from a per-endpoint counter kept apart
+// from the lease key, so the key's value carries a holding identity of its own (the instance and a
+// per-attempt nonce). An election has one key per role and its term (the server's time in µs, granted
+// once) is written into that key: the term is at once the fencing token and the holding's identity, and
+// renew and release compare it directly, with the nonce needed only to tell a re-sent acquire from a
+// new one.
+//
+// # PostgreSQL: what breaks the backend
+//
+//   - Connection poolers in transaction or statement mode (PgBouncer pool_mode=transaction): a session
+//     advisory lock belongs to the server session, and the pooler hands that session to other clients
+//     between transactions. The lock then outlives its holder or is released by someone else, and the
+//     renewal's pg_locks check looks at whichever session it lands on. Connect directly, or through a
+//     pooler in session mode.
+//   - synchronous_commit=off (for the database, the role or the session): a commit is acknowledged
+//     before it is durable, so a server crash can lose a granted row or a renewed lease_until. After
+//     the restart a candidate finds no live row and is granted the role while the old leader acts on
+//     an acknowledged renewal. Sequence values can repeat too. Keep synchronous_commit on (the default).
+//   - A failover to a replica without the latest commits, for the same reason.
 //
 // # What is not guaranteed
 //

@@ -74,8 +74,13 @@ func (e *Elector) ID() string { return e.cfg.InstanceID }
 // Role returns the role this elector contends for.
 func (e *Elector) Role() string { return e.cfg.Role }
 
-// Start checks that the backend answers, then contends in the background and returns. Contending goes
+// Start waits until the backend answers, then contends in the background and returns. Contending goes
 // on until Stop or until ctx ends. An Elector runs once: a second Start returns ErrAlreadyStarted.
+//
+// A backend that does not answer yet (starting up, overloaded, briefly unreachable) is asked again after a
+// jittered backoff (RetryInterval/4 doubling up to RetryInterval, drawn from Rand, on Clock), each failure
+// logged and counted in tenure_election_start_retries_total, until ctx ends or Stop is called: then Start
+// returns an error wrapping ErrBackendUnavailable and the cause, and the elector is done.
 //
 // Cancelling ctx models a crash: the leader context is cancelled and nothing is released. On Redis the
 // holding expires within TTL. On PostgreSQL the lock lives as long as the role's session: a process that
@@ -90,15 +95,39 @@ func (e *Elector) Start(ctx context.Context) error {
 	e.started = true
 	e.mu.Unlock()
 
-	pctx, cancel := context.WithTimeout(ctx, e.cfg.OpTimeout)
-	_, err := e.b.Leader(pctx, e.cfg.Role)
-	cancel()
-	if err != nil {
+	if err := e.awaitBackend(ctx); err != nil {
 		close(e.done)
-		return fmt.Errorf("%w: role %q: %w", ErrBackendUnavailable, e.cfg.Role, err)
+		return err
 	}
 	go e.run(ctx)
 	return nil
+}
+
+// awaitBackend asks the backend who leads until it answers, backing off between failed attempts.
+func (e *Elector) awaitBackend(ctx context.Context) error {
+	backoff := max(e.cfg.RetryInterval/4, time.Millisecond)
+	for attempt := 1; ; attempt++ {
+		pctx, cancel := context.WithTimeout(ctx, e.cfg.OpTimeout)
+		_, err := e.b.Leader(pctx, e.cfg.Role)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil || e.stopping() {
+			cause := ctx.Err()
+			if cause == nil {
+				cause = ErrStopped
+			}
+			return fmt.Errorf("%w: role %q after %d attempts: %w", ErrBackendUnavailable, e.cfg.Role, attempt, errors.Join(err, cause))
+		}
+		// Full jitter over the upper half, so electors started together spread out.
+		d := backoff/2 + time.Duration(e.cfg.Rand.Int64N(int64(backoff/2)+1))
+		e.m.startRetries.Inc()
+		e.log.Warn("election backend not answering at start; retrying", "attempt", attempt, "retry_in", d, "err", err)
+		var none <-chan struct{}
+		e.wait(ctx, d, &none)
+		backoff = min(2*backoff, e.cfg.RetryInterval)
+	}
 }
 
 // Stop ends the election gracefully: when leading, it cancels the leader context, waits for in-flight
@@ -241,7 +270,15 @@ func (e *Elector) run(ctx context.Context) {
 	if n, ok := e.b.(Notifier); ok {
 		sctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		go func() { <-e.stopCh; cancel() }()
+		// End the subscription on Stop; the goroutine also ends with the run (cancel), so a Start
+		// context that ends without a Stop leaves nothing behind.
+		go func() {
+			select {
+			case <-e.stopCh:
+				cancel()
+			case <-sctx.Done():
+			}
+		}()
 		h, err := n.Subscribe(sctx, e.cfg.Role)
 		if err != nil {
 			e.log.Warn("election release notifications unavailable; relying on RetryInterval", "err", err)
@@ -332,7 +369,7 @@ func (e *Elector) release(term uint64) bool {
 func (e *Elector) lead(ctx context.Context, sent time.Time, term uint64) error {
 	lctx, cancel := context.WithCancelCause(ctx)
 	l := &leadership{ctx: lctx, cancel: cancel, term: term, since: e.cfg.Clock.Now(), idle: make(chan struct{})}
-	k := startKeeper(e.b, &e.cfg, term, sent, cancel)
+	k := startKeeper(lctx, e.b, &e.cfg, term, sent, cancel)
 	l.keeper = k
 
 	e.mu.Lock()
@@ -384,7 +421,10 @@ func (e *Elector) lead(ctx context.Context, sent time.Time, term uint64) error {
 	e.mu.Unlock()
 	e.m.isLeader.Set(0)
 	e.m.tenure.Observe(e.cfg.Clock.Now().Sub(l.since).Seconds())
-	if errors.Is(why, ErrStopped) {
+	if !errors.Is(why, ErrCrashed) {
+		// Graceful stop: hand off. Involuntary loss: the holding may still be on the backend (a renewal
+		// that timed out may have taken effect), and a new attempt of this elector is not given it back;
+		// releasing it, now that nothing here acts on it, spares every candidate the wait for its expiry.
 		e.release(term)
 	}
 	e.emit(Event{Type: Lost, State: Candidate, Term: term, Err: why})

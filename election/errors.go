@@ -7,7 +7,8 @@ import "errors"
 var (
 	// ErrInvalidConfig is wrapped by every Config.Validate failure; the message names the field and rule.
 	ErrInvalidConfig = errors.New("election: invalid config")
-	// ErrBackendUnavailable is returned by Start when the backend cannot be reached at start-up.
+	// ErrBackendUnavailable is returned by Start when the backend did not answer before Start's context
+	// ended (or Stop was called).
 	ErrBackendUnavailable = errors.New("election: backend unavailable")
 	// ErrNotLeader is returned by a LeaderOnly function called while this elector does not lead.
 	ErrNotLeader = errors.New("election: not the leader")

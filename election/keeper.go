@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tenurelabs/tenure/clock"
+	"github.com/tenurelabs/tenure/internal/mutation"
 )
 
 // keeper keeps one leadership alive: it renews every RenewInterval and ends the leadership at the local
@@ -18,6 +19,7 @@ type keeper struct {
 	cfg  *Config
 	term uint64
 
+	ctx    context.Context         // the leader context
 	cancel context.CancelCauseFunc // cancels the leader context
 	quit   chan struct{}           // closed by stop
 	done   chan struct{}           // closed when run returns
@@ -34,12 +36,15 @@ type renewal struct {
 }
 
 // startKeeper starts keeping the leadership with term, acquired by a request sent at sent.
-func startKeeper(b Backend, cfg *Config, term uint64, sent time.Time, cancel context.CancelCauseFunc) *keeper {
+func startKeeper(ctx context.Context, b Backend, cfg *Config, term uint64, sent time.Time, cancel context.CancelCauseFunc) *keeper {
 	k := &keeper{
-		b: b, cfg: cfg, term: term, cancel: cancel,
+		b: b, cfg: cfg, term: term, ctx: ctx, cancel: cancel,
 		quit: make(chan struct{}), done: make(chan struct{}), lost: make(chan struct{}),
 	}
 	k.until = cfg.deadline(sent)
+	if cfg.OnValidUntil != nil {
+		cfg.OnValidUntil(term, k.until)
+	}
 	go k.run(sent)
 	return k
 }
@@ -91,6 +96,9 @@ func (k *keeper) run(sent time.Time) {
 			}
 			return
 		case <-deadline.C():
+			if k.cfg.Mutations.Has(mutation.ElectionNoCancel) {
+				continue // mutant: the leader acts on past its deadline, until a renewal fails
+			}
 			k.end(fmt.Errorf("%w: %w (role %q, term %d)", ErrLeadershipLost, ErrDeadline, k.cfg.Role, k.term))
 			return
 		case <-next.C():
@@ -104,7 +112,15 @@ func (k *keeper) run(sent time.Time) {
 			go func() {
 				octx, cancel := context.WithTimeout(ctx, k.cfg.OpTimeout)
 				defer cancel()
-				err := k.b.Renew(octx, k.cfg.Role, k.cfg.InstanceID, k.term, k.cfg.TTL)
+				term := k.term
+				if k.cfg.Mutations.Has(mutation.ElectionTermUnchecked) {
+					// Mutant: renew whatever holding the instance has, as a renewal that compares
+					// only the instance would.
+					if info, err := k.b.Leader(octx, k.cfg.Role); err == nil && info.ID == k.cfg.InstanceID {
+						term = info.Term
+					}
+				}
+				err := k.b.Renew(octx, k.cfg.Role, k.cfg.InstanceID, term, k.cfg.TTL)
 				results <- renewal{sent: sent, err: err}
 			}()
 		case r := <-results:
@@ -113,13 +129,17 @@ func (k *keeper) run(sent time.Time) {
 				k.end(fmt.Errorf("%w: renewal failed (role %q, term %d): %w", ErrLeadershipLost, k.cfg.Role, k.term, r.err))
 				return
 			}
-			if !k.cfg.deadline(r.sent).After(c.Now()) {
+			if !k.cfg.deadline(r.sent).After(c.Now()) && !k.cfg.Mutations.Has(mutation.ElectionNoCancel) {
 				k.end(fmt.Errorf("%w: %w: renewal confirmed too late (role %q, term %d)", ErrLeadershipLost, ErrDeadline, k.cfg.Role, k.term))
 				return
 			}
 			k.mu.Lock()
 			k.until = k.cfg.deadline(r.sent)
+			until := k.until
 			k.mu.Unlock()
+			if k.cfg.OnValidUntil != nil && k.ctx.Err() == nil {
+				k.cfg.OnValidUntil(k.term, until)
+			}
 			deadline.Stop()
 			deadline = k.deadlineTimer(r.sent)
 			next.Stop()

@@ -13,6 +13,8 @@ type metrics struct {
 	elections prometheus.Counter
 	failovers prometheus.Counter
 	tenure    prometheus.Observer
+	// startRetries counts failed attempts to reach the backend during Start.
+	startRetries prometheus.Counter
 }
 
 // newMetrics registers (or reuses) the collectors on reg. A nil reg gives unregistered collectors.
@@ -21,6 +23,7 @@ type metrics struct {
 //	tenure_election_elections_total{role}  leaderships won by this process
 //	tenure_election_failovers_total{role}  leaderships won from a different previous leader
 //	tenure_election_tenure_seconds{role}   histogram of leadership durations
+//	tenure_election_start_retries_total{role}  backend calls that failed while Start waited for it
 func newMetrics(reg prometheus.Registerer, role string) (*metrics, error) {
 	isLeader := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: "tenure", Subsystem: "election", Name: "is_leader",
@@ -39,8 +42,15 @@ func newMetrics(reg prometheus.Registerer, role string) (*metrics, error) {
 		Help:    "Durations of this process's leaderships.",
 		Buckets: prometheus.ExponentialBuckets(0.1, 4, 10),
 	}, []string{"role"})
+	retries := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "tenure", Subsystem: "election", Name: "start_retries_total",
+		Help: "Backend calls that failed while Start waited for the backend to answer.",
+	}, []string{"role"})
 	if reg != nil {
 		var err error
+		if retries, err = register(reg, retries); err != nil {
+			return nil, err
+		}
 		if isLeader, err = register(reg, isLeader); err != nil {
 			return nil, err
 		}
@@ -59,6 +69,8 @@ func newMetrics(reg prometheus.Registerer, role string) (*metrics, error) {
 		elections: elections.WithLabelValues(role),
 		failovers: failovers.WithLabelValues(role),
 		tenure:    tenure.WithLabelValues(role),
+
+		startRetries: retries.WithLabelValues(role),
 	}, nil
 }
 

@@ -11,7 +11,7 @@ import (
 // release. fn's context is cancelled before the local lease deadline, as a leader context is; fn gets the
 // term to fence its writes with. When the role is held elsewhere RunOnce returns (false, nil).
 //
-// cfg.StartJitter and the callbacks are not used.
+// cfg.StartJitter and the callbacks (OnValidUntil included) are not used.
 func RunOnce(ctx context.Context, b Backend, cfg Config, fn func(ctx context.Context, term uint64) error) (ran bool, err error) {
 	if b == nil {
 		return false, fmt.Errorf("%w: backend must not be nil", ErrInvalidConfig)
@@ -20,6 +20,7 @@ func RunOnce(ctx context.Context, b Backend, cfg Config, fn func(ctx context.Con
 		return false, err
 	}
 	cfg = cfg.withDefaults()
+	cfg.OnValidUntil = nil
 	log := cfg.Logger.With("role", cfg.Role, "instance", cfg.InstanceID)
 
 	sent := cfg.Clock.Now()
@@ -35,7 +36,7 @@ func RunOnce(ctx context.Context, b Backend, cfg Config, fn func(ctx context.Con
 	log.Info("election acquired for one run", "term", term)
 
 	lctx, cancelLeader := context.WithCancelCause(ctx)
-	k := startKeeper(b, &cfg, term, sent, cancelLeader)
+	k := startKeeper(lctx, b, &cfg, term, sent, cancelLeader)
 	fnErr := fn(lctx, term)
 	k.stop()
 	cancelLeader(ErrStopped)

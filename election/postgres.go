@@ -56,6 +56,10 @@ type PostgresOptions struct {
 // holder's process by up to max(1.5·TTL, keepalive bound) plus the server's scheduling, after which failover
 // also waits for lease_until; failover after a crash is bounded by about 1.5·TTL + RetryInterval. A
 // process that exits closes its sockets, and the server frees its locks at once.
+//
+// Not supported, because they break the argument above (see the package doc): a pooler in transaction
+// or statement mode (PgBouncer pool_mode=transaction) between the backend and the server,
+// synchronous_commit=off, and a server clock that steps.
 type PostgresBackend struct {
 	connCfg *pgx.ConnConfig
 	table   string // sanitized identifier

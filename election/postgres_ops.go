@@ -23,7 +23,14 @@ func (b *PostgresBackend) TryAcquire(ctx context.Context, role, id string, ttl t
 		if r.holder != id {
 			return 0, false, nil
 		}
-		return r.term, true, nil
+		// What this session held last may be gone (the server ended the session, the row was taken
+		// over): ask the server, never the cache. A confirmed holding becomes a new one with a new
+		// term, so a late release or renewal of the earlier holding finds nothing to act on.
+		term, ok, err := b.reissue(ctx, r, role, id, ttl)
+		if err != nil || ok {
+			return term, ok, err
+		}
+		b.drop(r) // the lock is not ours on this session: start from a clean one
 	}
 	conn, err := b.session(ctx, r, ttl)
 	if err != nil {
@@ -55,6 +62,28 @@ func (b *PostgresBackend) TryAcquire(ctx context.Context, role, id string, ttl t
 		return 0, false, b.fail(ctx, r, "acquire", role, err) // ending the session frees the lock
 	}
 	r.holder, r.term = id, uint64(term)
+	return r.term, true, nil
+}
+
+// reissue gives the holding of role that r's session has for id a new term and extends it by ttl, if
+// the server confirms that the session still holds the lock and the row is still id's.
+func (b *PostgresBackend) reissue(ctx context.Context, r *pgRole, role, id string, ttl time.Duration) (uint64, bool, error) {
+	key := uint64(b.LockKey(role))
+	var term int64
+	err := r.conn.QueryRow(ctx, `UPDATE `+b.table+` SET term = nextval('`+b.seq+`'), acquired_at = now(),
+			lease_until = now() + $4::bigint * interval '1 millisecond'
+		WHERE role = $1 AND node = $2 AND term = $3 AND EXISTS (
+			SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND granted
+			AND classid::bigint = $5 AND objid::bigint = $6 AND objsubid = 1)
+		RETURNING term`,
+		role, id, int64(r.term), ttl.Milliseconds(), int64(key>>32), int64(key&0xffffffff)).Scan(&term)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, b.fail(ctx, r, "acquire", role, err)
+	}
+	r.term = uint64(term)
 	return r.term, true, nil
 }
 

@@ -3,10 +3,12 @@ package election
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/tenurelabs/tenure/internal/pgtest"
@@ -178,8 +180,10 @@ func TestPostgresFreedLockIsNotGrantedBeforeLeaseUntil(t *testing.T) {
 	require.True(t, ok)
 	again, ok, err := b1.TryAcquire(ctx, role, "a", ttl)
 	require.NoError(t, err)
-	require.True(t, ok, "idempotent for the holder")
-	require.Equal(t, t1, again)
+	require.True(t, ok, "the server confirms the holder's session still holds the lock")
+	require.Greater(t, again, t1, "a new attempt is a new holding")
+	require.ErrorIs(t, b1.Renew(ctx, role, "a", t1, ttl), ErrNotHeld, "the earlier holding is over")
+	t1 = again
 	_, ok, err = b2.TryAcquire(ctx, role, "b", ttl)
 	require.NoError(t, err)
 	require.False(t, ok, "the lock is held")
@@ -213,4 +217,74 @@ func TestPostgresFreedLockIsNotGrantedBeforeLeaseUntil(t *testing.T) {
 	require.Greater(t, t2, t1)
 	require.ErrorIs(t, b1.Release(ctx, role, "a", t1), ErrNotHeld)
 	require.NoError(t, b2.Release(ctx, role, "b", t2))
+}
+
+// TryAcquire by the instance that holds the role on this session must ask the server: the session (and
+// with it the lock) may have ended since.
+func TestPostgresTryAcquireAsksTheServerNotTheCache(t *testing.T) {
+	t.Parallel()
+	p := newPGEnv(t)
+	b := p.backend(t)
+	ctx := context.Background()
+	role := uniqueRole(t)
+	ttl := time.Second
+	_, ok, err := b.TryAcquire(ctx, role, "a", ttl)
+	require.NoError(t, err)
+	require.True(t, ok)
+
+	pid, _ := b.SessionPID(role)
+	_, err = p.admin.Exec(ctx, "SELECT pg_terminate_backend($1)", int64(pid))
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		var n int
+		require.NoError(t, p.admin.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE pid = $1", int64(pid)).Scan(&n))
+		return n == 0
+	}, 2*time.Second, 5*time.Millisecond, "terminated session gone")
+
+	term, ok, err := b.TryAcquire(ctx, role, "a", ttl)
+	if err == nil && ok {
+		// Granted again: then the server must say so, on a live session holding the lock.
+		var locks int
+		require.NoError(t, p.admin.QueryRow(ctx, `SELECT count(*) FROM pg_locks l JOIN `+p.table+` r ON r.role = $1
+			WHERE l.locktype = 'advisory' AND l.granted AND l.objid::bigint = $2 AND r.term = $3`,
+			role, int64(uint64(b.LockKey(role))&0xffffffff), int64(term)).Scan(&locks))
+		require.Equal(t, 1, locks, "success reported for a lock the server does not hold (term %d)", term)
+	}
+}
+
+// Ten electors started at once, each with its own sessions, on a server that is slow to accept them:
+// OpTimeout is cut so short that a first attempt to open a session may time out. Start rides it out.
+func TestPostgresTenElectorsStartAtOnce(t *testing.T) {
+	t.Parallel()
+	p := newPGEnv(t)
+	role := uniqueRole(t)
+	reg := prometheus.NewRegistry()
+	es := make([]*Elector, 10)
+	for i := range es {
+		cfg := testConfig(t, role, fmt.Sprintf("n%d", i), uint64(i+1))
+		cfg.OpTimeout = 100 * time.Millisecond
+		cfg.Registerer = reg
+		e, err := New(p.backend(t), cfg)
+		require.NoError(t, err)
+		es[i] = e
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	sctx, scancel := context.WithTimeout(ctx, 60*time.Second)
+	defer scancel()
+	var wg sync.WaitGroup
+	errs := make([]error, len(es))
+	for i, e := range es {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = e.Start(sctx)
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		require.NoError(t, err, "elector %d", i)
+	}
+	t.Logf("start retries: %g", metricValue(t, reg, "tenure_election_start_retries_total", role))
+	stopAll(t, es)
 }

@@ -2,10 +2,14 @@ package election
 
 import (
 	"context"
+	crand "crypto/rand"
 	_ "embed"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -26,8 +30,8 @@ var (
 // ScriptNames maps the SHA1 of each Lua script of the Redis backend to its name ("acquire", "renew",
 // "release"), for tools that classify recorded EVALSHA commands. The argument conventions are in the
 // header of each script: KEYS[1] is the leader key, ARGV[1] the instance ID; acquire takes the TTL in
-// milliseconds as ARGV[2] and returns {1, term} or {0, holder}; renew and release take the term as
-// ARGV[2] (renew the TTL as ARGV[3]) and return 1 or 0.
+// milliseconds as ARGV[2] and the attempt nonce as ARGV[4], and returns {1, term} or {0, holder};
+// renew and release take the term as ARGV[2] (renew the TTL as ARGV[3]) and return 1 or 0.
 func ScriptNames() map[string]string {
 	return map[string]string{
 		acquireScript.Hash(): "acquire",
@@ -49,23 +53,37 @@ type RedisOptions struct {
 	// Heartbeat also writes a heartbeat hash (id, term, at_us = Redis TIME in µs) with the holding's TTL
 	// on every acquire and renewal, for operators and dashboards. Default off.
 	Heartbeat bool
+	// KeyTTL is how long a role's term and epoch keys outlive its last acquire or renewal, so roles that
+	// are no longer used leave nothing behind. It is raised to twice the holding TTL when shorter. The
+	// first election after a role was idle that long waits one TTL (the fresh-dataset guard). Default 24h.
+	KeyTTL time.Duration
 
 	_ struct{}
 }
 
 // RedisBackend runs elections on Redis. For role R and prefix P it uses:
 //
-//	P{R}:leader   holder's instance ID, SET NX semantics with PX TTL (via Lua, so it is idempotent)
-//	P{R}:term     last term granted (no TTL): terms are Redis TIME µs, raised above the previous term
-//	P{R}:epoch    end of the fresh-dataset grace (no TTL); its absence marks a new or lost dataset
-//	P{R}:hb       heartbeat hash (optional)
+//	P{R}:leader   the holding, "<term>:<nonce>:<instance>", PX the holding's TTL
+//	P{R}:term     last term granted, PX KeyTTL: a floor, terms being Redis TIME µs raised above it
+//	P{R}:epoch    "<run_id> <end of the fresh-dataset grace, µs>", PX KeyTTL
+//	P{R}:hb       heartbeat hash (optional), PX the holding's TTL
 //	P{R}:released pub/sub channel published on release
 //
-// Keys of one role share a hash slot, so the backend works on Redis Cluster.
+// Keys of one role share a hash slot, so the backend works on Redis Cluster. Every key expires: the
+// holding after its TTL, the term and epoch keys KeyTTL after the role's last acquire or renewal.
 //
-// Fresh-dataset guard: when the epoch key is missing (first use of a role, or a Redis that restarted
-// without its data), nobody is granted the role for one TTL, since a holder from before may still be
-// inside its local deadline. The first election of a new role therefore takes one TTL.
+// Holding identity. Each TryAcquire call draws a nonce, sent with every re-send of that call, so a
+// re-sent acquire whose first attempt took effect gets its holding back, while a new attempt by the
+// same instance (RunOnce with a fixed instance ID, a restarted process) is refused as long as an earlier
+// holding is on the key. Renew and release compare the instance and the term, which is unique per
+// holding: a late or re-sent release of an earlier holding never deletes a later one. The nonce comes
+// from crypto/rand, never from a seeded source: two processes run with the same seed and the same
+// instance ID must still draw different nonces.
+//
+// Fresh-dataset guard: nobody is granted the role for one TTL when the epoch key is missing (first use
+// of a role, FLUSHALL, a restart without persistence, KeyTTL of disuse) or was written by another run of
+// the server (see the package doc: a restart that loaded an older snapshot), since a holder from before
+// may still be inside its local deadline. The first election of a new role therefore takes one TTL.
 //
 // Clients should set ContextTimeoutEnabled so OpTimeout bounds socket reads; the elector does not rely on
 // it for safety (its deadline does not wait for a pending reply), but a blocked call delays failover.
@@ -73,6 +91,10 @@ type RedisBackend struct {
 	c      redis.UniversalClient
 	prefix string
 	hb     bool
+	keep   time.Duration
+
+	nonceBase uint64        // random per backend
+	nonces    atomic.Uint64 // attempts so far
 }
 
 // NewRedisBackend returns a backend on client. The client stays the caller's: Close does not close it.
@@ -80,7 +102,33 @@ func NewRedisBackend(client redis.UniversalClient, opts RedisOptions) *RedisBack
 	if opts.KeyPrefix == "" {
 		opts.KeyPrefix = "election:"
 	}
-	return &RedisBackend{c: client, prefix: opts.KeyPrefix, hb: opts.Heartbeat}
+	if opts.KeyTTL <= 0 {
+		opts.KeyTTL = 24 * time.Hour
+	}
+	var seed [8]byte
+	_, _ = crand.Read(seed[:]) // never fails on supported platforms
+	return &RedisBackend{c: client, prefix: opts.KeyPrefix, hb: opts.Heartbeat, keep: opts.KeyTTL,
+		nonceBase: binary.LittleEndian.Uint64(seed[:])}
+}
+
+// nonce returns a new attempt nonce: the backend's random base and a counter, so attempts of one
+// backend never collide and those of different backends collide with negligible probability.
+func (b *RedisBackend) nonce() string {
+	return fmt.Sprintf("%016x%08x", b.nonceBase, b.nonces.Add(1))
+}
+
+// keepMs is the term and epoch keys' TTL in milliseconds for holdings of ttl.
+func (b *RedisBackend) keepMs(ttl time.Duration) int64 { return max(b.keep, 2*ttl).Milliseconds() }
+
+// parseHolding splits a leader key value "<term>:<nonce>:<instance>".
+func parseHolding(v string) (id string, term uint64, ok bool) {
+	ts, rest, ok1 := strings.Cut(v, ":")
+	_, id, ok2 := strings.Cut(rest, ":")
+	t, err := strconv.ParseUint(ts, 10, 64)
+	if !ok1 || !ok2 || err != nil {
+		return v, 0, false
+	}
+	return id, t, true
 }
 
 func (b *RedisBackend) key(role, what string) string { return b.prefix + "{" + role + "}:" + what }
@@ -101,7 +149,12 @@ func flag(on bool) string {
 
 // TryAcquire implements Backend.
 func (b *RedisBackend) TryAcquire(ctx context.Context, role, id string, ttl time.Duration) (uint64, bool, error) {
-	res, err := acquireScript.Run(ctx, b.c, b.keys(role), id, ttl.Milliseconds(), flag(b.hb)).Slice()
+	return b.tryAcquire(ctx, role, id, ttl, b.nonce())
+}
+
+// tryAcquire is one acquire attempt with its nonce; go-redis re-sends it unchanged after a lost reply.
+func (b *RedisBackend) tryAcquire(ctx context.Context, role, id string, ttl time.Duration, nonce string) (uint64, bool, error) {
+	res, err := acquireScript.Run(ctx, b.c, b.keys(role), id, ttl.Milliseconds(), flag(b.hb), nonce, b.keepMs(ttl)).Slice()
 	if err != nil {
 		return 0, false, fmt.Errorf("election: redis acquire role %q: %w", role, errors.Join(err, ctx.Err()))
 	}
@@ -122,7 +175,7 @@ func (b *RedisBackend) TryAcquire(ctx context.Context, role, id string, ttl time
 // Renew implements Backend.
 func (b *RedisBackend) Renew(ctx context.Context, role, id string, term uint64, ttl time.Duration) error {
 	k := b.keys(role)
-	n, err := renewScript.Run(ctx, b.c, []string{k[0], k[1], k[3]}, id, strconv.FormatUint(term, 10), ttl.Milliseconds(), flag(b.hb)).Int64()
+	n, err := renewScript.Run(ctx, b.c, k, id, strconv.FormatUint(term, 10), ttl.Milliseconds(), flag(b.hb), b.keepMs(ttl)).Int64()
 	if err != nil {
 		return fmt.Errorf("election: redis renew role %q: %w", role, errors.Join(err, ctx.Err()))
 	}
@@ -132,8 +185,9 @@ func (b *RedisBackend) Renew(ctx context.Context, role, id string, term uint64, 
 	return nil
 }
 
-// Release implements Backend. It is idempotent: a retried release whose first attempt took effect
-// succeeds, as long as nobody was granted the role in between.
+// Release implements Backend. It deletes the holding only if it is id's with term, so a late or re-sent
+// release never deletes a later holding. A re-sent release whose first attempt took effect succeeds,
+// as long as no later grant is known.
 func (b *RedisBackend) Release(ctx context.Context, role, id string, term uint64) error {
 	k := b.keys(role)
 	n, err := releaseScript.Run(ctx, b.c, []string{k[0], k[1], k[3]}, id, strconv.FormatUint(term, 10), b.Channel(role), role).Int64()
@@ -150,24 +204,22 @@ func (b *RedisBackend) Release(ctx context.Context, role, id string, term uint64
 func (b *RedisBackend) Leader(ctx context.Context, role string) (LeaderInfo, error) {
 	var id *redis.StringCmd
 	var pttl *redis.DurationCmd
-	var term *redis.StringCmd
 	var at *redis.StringCmd
 	_, err := b.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		id = p.Get(ctx, b.key(role, "leader"))
 		pttl = p.PTTL(ctx, b.key(role, "leader"))
-		term = p.Get(ctx, b.key(role, "term"))
 		at = p.HGet(ctx, b.key(role, "hb"), "at_us")
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return LeaderInfo{}, fmt.Errorf("election: redis leader of role %q: %w", role, errors.Join(err, ctx.Err()))
 	}
-	holder, err := id.Result()
+	v, err := id.Result()
 	if errors.Is(err, redis.Nil) {
 		return LeaderInfo{}, nil
 	}
-	info := LeaderInfo{ID: holder, TTL: max(pttl.Val(), 0)}
-	info.Term, _ = strconv.ParseUint(term.Val(), 10, 64)
+	holder, term, _ := parseHolding(v)
+	info := LeaderInfo{ID: holder, Term: term, TTL: max(pttl.Val(), 0)}
 	if us, err := strconv.ParseInt(at.Val(), 10, 64); err == nil {
 		info.Heartbeat = time.UnixMicro(us)
 	}

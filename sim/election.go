@@ -12,6 +12,7 @@ import (
 
 	"github.com/tenurelabs/tenure/election"
 	"github.com/tenurelabs/tenure/history"
+	"github.com/tenurelabs/tenure/internal/mutation"
 )
 
 func init() {
@@ -26,10 +27,17 @@ func init() {
 type Election struct {
 	// Postgres selects the PostgreSQL backend (advisory locks) instead of Redis.
 	Postgres bool
+
+	// mutant names a checker-power mutant ("" for the reference) built with mutations removed.
+	mutant    string
+	mutations mutation.Set
 }
 
 // Name implements System.
 func (e Election) Name() string {
+	if e.mutant != "" {
+		return e.mutant
+	}
 	if e.Postgres {
 		return "election-postgres"
 	}
@@ -72,8 +80,13 @@ func (e Election) Classify(args []any, reply any, err error) (history.Op, bool) 
 		if r, ok := reply.([]any); ok && len(r) == 2 {
 			granted, _ := r[0].(int64)
 			op.OK = granted == 1
-			if holder, _ := r[1].(string); granted == 0 && holder == "" {
+			holder, _ := r[1].(string)
+			switch {
+			case granted == 0 && holder == "":
 				op.Kind = history.OpOther // the fresh-dataset guard refused: not a lease-model answer
+			case granted == 0 && holder == op.Owner:
+				// An earlier holding of the same instance: the model knows owners, not attempts.
+				op.Kind = history.OpOther
 			}
 		}
 	case "renew":
@@ -115,13 +128,23 @@ type electionInstance struct {
 	mu       sync.Mutex
 	backend  election.Backend
 	electors []*election.Elector
+	beliefs  map[string]*roleBelief
+}
+
+// roleBelief is what the instance last reported about one role. Beliefs are reported in term order:
+// a renewal's deadline arriving after its leadership ended is dropped, so a belief never outlives
+// its leader context in the history.
+type roleBelief struct {
+	term  uint64 // the last leadership reported
+	held  bool
+	until time.Time
 }
 
 func (in *electionInstance) Start(ctx context.Context) error {
 	c := in.cfg
 	var b election.Backend
 	if in.sys.Postgres {
-		pb, err := election.NewPostgresBackend(ctx, c.Postgres.URL, election.PostgresOptions{Table: c.Postgres.Table})
+		pb, err := newPostgresBackend(ctx, c)
 		if err != nil {
 			return err
 		}
@@ -129,6 +152,9 @@ func (in *electionInstance) Start(ctx context.Context) error {
 	} else {
 		b = election.NewRedisBackend(c.Client, election.RedisOptions{KeyPrefix: c.KeyPrefix + "election:"})
 	}
+	in.mu.Lock()
+	in.beliefs = map[string]*roleBelief{}
+	in.mu.Unlock()
 	var electors []*election.Elector
 	for _, role := range c.Targets {
 		role := role
@@ -146,8 +172,14 @@ func (in *electionInstance) Start(ctx context.Context) error {
 		cfg.Clock = c.Clock
 		cfg.Rand = rand.New(rand.NewPCG(uint64(c.Seed), uint64(len(electors))))
 		cfg.Logger = c.Logger
+		cfg.Mutations = in.sys.mutations
+		cfg.OnValidUntil = func(term uint64, until time.Time) { in.valid(role, term, until) }
 		cfg.OnStartedLeading = func(lctx context.Context, term uint64) {
-			in.observe(role, history.Belief{Held: true, Token: term, Reason: "acquired"})
+			// The belief ends the moment the leader context is cancelled, not when the poll loop
+			// notices: a graceful stop releases the role (letting a standby in) only after its
+			// in-flight work, and the belief must not look longer than it was.
+			stop := context.AfterFunc(lctx, func() { in.ended(role, term, "leader-context-cancelled") })
+			defer stop()
 			for lctx.Err() == nil {
 				_ = c.Poll(lctx, role, term)
 				t := c.Clock.NewTimer(c.Timing.PollInterval)
@@ -158,7 +190,7 @@ func (in *electionInstance) Start(ctx context.Context) error {
 				}
 			}
 		}
-		cfg.OnStoppedLeading = func() { in.observe(role, history.Belief{Held: false, Reason: "stopped-leading"}) }
+		cfg.OnStoppedLeading = func() { in.ended(role, 0, "stopped-leading") }
 		el, err := election.New(b, cfg)
 		if err != nil {
 			_ = b.Close()
@@ -177,6 +209,65 @@ func (in *electionInstance) Start(ctx context.Context) error {
 	return nil
 }
 
+// newPostgresBackend connects, retrying while the server is slow to accept (many instances starting at
+// once under load) until ctx ends. The elector's Start then rides out the same on its own calls.
+func newPostgresBackend(ctx context.Context, c InstanceConfig) (*election.PostgresBackend, error) {
+	backoff := c.Timing.OpTimeout / 4
+	rng := rand.New(rand.NewPCG(uint64(c.Seed), 0x9e3779b9))
+	for {
+		actx, cancel := context.WithTimeout(ctx, 4*c.Timing.OpTimeout)
+		pb, err := election.NewPostgresBackend(actx, c.Postgres.URL, election.PostgresOptions{Table: c.Postgres.Table})
+		cancel()
+		if err == nil || ctx.Err() != nil || errors.Is(err, election.ErrInvalidConfig) {
+			return pb, err
+		}
+		if c.Logger != nil {
+			c.Logger.Warn("election postgres not answering at start; retrying", "instance", c.ID, "err", err)
+		}
+		d := backoff/2 + time.Duration(rng.Int64N(int64(backoff/2)+1))
+		t := c.Clock.NewTimer(d)
+		select {
+		case <-t.C():
+		case <-ctx.Done():
+			t.Stop()
+			return nil, errors.Join(err, ctx.Err())
+		}
+		backoff = min(2*backoff, c.Timing.DiscoveryInterval)
+	}
+}
+
+// valid reports an acquisition (a new term) or a renewal that moved the deadline of the current one.
+func (in *electionInstance) valid(role string, term uint64, until time.Time) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	rb := in.beliefs[role]
+	if rb == nil {
+		rb = &roleBelief{}
+		in.beliefs[role] = rb
+	}
+	switch {
+	case term > rb.term:
+		rb.term, rb.held, rb.until = term, true, until
+		in.observe(role, history.Belief{Held: true, Token: term, Reason: history.ReasonAcquired, Until: until})
+	case term == rb.term && rb.held && until.After(rb.until):
+		rb.until = until
+		in.observe(role, history.Belief{Held: true, Token: term, Reason: history.ReasonRenewed, Until: until})
+	}
+}
+
+// ended reports the end of the belief in term (0: whichever is current).
+func (in *electionInstance) ended(role string, term uint64, reason string) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	rb := in.beliefs[role]
+	if rb == nil || !rb.held || (term != 0 && term != rb.term) {
+		return
+	}
+	rb.held = false
+	in.observe(role, history.Belief{Held: false, Token: rb.term, Reason: reason})
+}
+
+// observe reports a belief; callers hold in.mu, so beliefs reach the recorder in the order decided.
 func (in *electionInstance) observe(role string, b history.Belief) {
 	if in.cfg.Observe != nil {
 		in.cfg.Observe(role, b)

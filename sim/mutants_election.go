@@ -1,0 +1,15 @@
+package sim
+
+import "github.com/tenurelabs/tenure/internal/mutation"
+
+// Election mutants: the reference election on Redis with one safety mechanism removed, for the
+// checker-power tests. Each is built exactly as election-redis, plus its mutation.
+func init() {
+	for name, m := range map[string]mutation.Name{
+		"mutant-election-term-unchecked": mutation.ElectionTermUnchecked, // renew compares the instance, not the holding
+		"mutant-election-no-cancel":      mutation.ElectionNoCancel,      // the leader context outlives the local deadline
+	} {
+		sys := Election{mutant: name, mutations: mutation.Of(m)}
+		Register(name, func() System { return sys })
+	}
+}
