@@ -40,7 +40,10 @@ type runner struct {
 	ended   []*vinstance
 }
 
-var _ chaos.Env = (*runner)(nil)
+var (
+	_ chaos.Env     = (*runner)(nil)
+	_ chaos.Staller = (*runner)(nil)
+)
 
 // Live implements chaos.Env.
 func (r *runner) Live() []string {
@@ -102,6 +105,7 @@ func (r *runner) StartInstance(ctx context.Context) (string, error) {
 		clientAddr = link.Addr()
 	}
 	in := &vinstance{slot: slot, id: id, link: link, clock: clock.NewDrifting(clock.Real{}, 1)}
+	in.pclock = clock.NewPausable(in.clock)
 	in.client = redis.NewClient(&redis.Options{
 		Addr:                  clientAddr,
 		DialTimeout:           r.timing.OpTimeout,
@@ -114,9 +118,9 @@ func (r *runner) StartInstance(ctx context.Context) (string, error) {
 		MaxRetries: 3,
 	})
 	in.client.AddHook(&recordingHook{instance: id, rec: r.rec, classifier: r.classifier, dead: in.dead.Load,
-		defaults: defaultClassifier{leasePrefix: r.keyPrefix + "lease:"}})
+		hold: in.hold, defaults: defaultClassifier{leasePrefix: r.keyPrefix + "lease:"}})
 	cfg := InstanceConfig{
-		ID: id, Seed: instanceSeed(r.o.Seed, slot), Client: in.client, Clock: in.clock, Timing: r.timing,
+		ID: id, Seed: instanceSeed(r.o.Seed, slot), Client: in.client, Clock: in.pclock, Timing: r.timing,
 		KeyPrefix: r.keyPrefix, SessionPrefix: r.sessions.prefix,
 		Poll: in.poll(r.svc), Observe: in.observe(r.rec, r.believe),
 		Logger: r.logger.With("instance", id), Targets: r.sessions.IDs(),
@@ -183,7 +187,10 @@ func (r *runner) kill(in *vinstance) error {
 	}
 	r.svc.barrier()
 	err := in.link.Kill()
+	// Whatever the instance was blocked on wakes to find its context cancelled and its link cut.
+	in.pclock.Resume()
 	in.gate.thaw()
+	in.stall.thaw()
 	in.cancel()
 	_ = in.client.Close()
 	r.remove(in)
@@ -221,17 +228,24 @@ func (r *runner) Stop(ctx context.Context, id string) error {
 	return kerr
 }
 
-// Freeze implements chaos.Env.
+// Freeze implements chaos.Env: the instance's clock stops (reads block, timers wait), its polls and
+// Redis calls block before they leave and before their replies are handed back. A system whose backend
+// traffic is PostgreSQL has no Redis hook to hold its calls: its link is partitioned instead, so its
+// calls during the pause fail or time out rather than wait.
 func (r *runner) Freeze(id string) error {
 	in, err := r.find(id)
 	if err != nil {
 		return err
 	}
 	in.gate.freeze()
-	if err := in.link.Partition(); err != nil {
-		in.gate.thaw()
-		_ = in.link.Heal()
-		return err
+	in.pclock.Pause()
+	if r.pg != nil {
+		if err := in.link.Partition(); err != nil {
+			in.pclock.Resume()
+			in.gate.thaw()
+			_ = in.link.Heal()
+			return err
+		}
 	}
 	r.rec.Add(history.Event{Kind: history.KindLifecycle, At: r.rec.Now(), Instance: id, Lifecycle: &history.Lifecycle{Change: history.LifePaused}})
 	return nil
@@ -243,10 +257,38 @@ func (r *runner) Thaw(id string) error {
 	if err != nil {
 		return nil // crashed meanwhile: nothing to wake
 	}
-	err = in.link.Heal()
-	in.gate.thaw()
+	if r.pg != nil {
+		err = in.link.Heal()
+	}
+	// The record comes first: whatever the instance does on waking happens after it.
 	r.rec.Add(history.Event{Kind: history.KindLifecycle, At: r.rec.Now(), Instance: id, Lifecycle: &history.Lifecycle{Change: history.LifeResumed}})
+	in.pclock.Resume()
+	in.gate.thaw()
 	return err
+}
+
+// Stall implements chaos.Staller: the instance's Redis calls block, neither answered nor failed, until
+// Unstall, while its clock, timers and polls go on.
+func (r *runner) Stall(id string) error {
+	in, err := r.find(id)
+	if err != nil {
+		return err
+	}
+	if r.pg != nil {
+		return fmt.Errorf("%w: a stall holds Redis calls, and %s talks to PostgreSQL", chaos.ErrUnsupported, r.o.System.Name())
+	}
+	in.stall.freeze()
+	return nil
+}
+
+// Unstall implements chaos.Staller.
+func (r *runner) Unstall(id string) error {
+	in, err := r.find(id)
+	if err != nil {
+		return nil // crashed meanwhile
+	}
+	in.stall.thaw()
+	return nil
 }
 
 // SetClockRate implements chaos.Env.
