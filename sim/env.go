@@ -219,7 +219,17 @@ func (r *runner) Stop(ctx context.Context, id string) error {
 	}
 	sctx, cancel := context.WithTimeout(ctx, 2*r.timing.LeaseTTL)
 	defer cancel()
-	serr := in.sut.Stop(sctx)
+	// The bound holds even for a system whose Stop ignores its context, or an instance that cannot make
+	// progress (paused, or its calls stalled, which no context frees): past it the instance is killed,
+	// which also wakes whatever it was blocked on.
+	stopped := make(chan error, 1)
+	go func() { stopped <- in.sut.Stop(sctx) }()
+	var serr error
+	select {
+	case serr = <-stopped:
+	case <-sctx.Done():
+		serr = fmt.Errorf("did not stop within %s: %w", 2*r.timing.LeaseTTL, sctx.Err())
+	}
 	kerr := r.kill(in)
 	r.rec.Add(history.Event{Kind: history.KindLifecycle, At: r.rec.Now(), Instance: id, Lifecycle: &history.Lifecycle{Change: history.LifeStopped}})
 	if serr != nil {
