@@ -43,6 +43,9 @@ func (f Pause) Apply(_ context.Context, env Env) (func(context.Context) error, A
 		return nil, Applied{}, err
 	}
 	a := Applied{Targets: []string{id}, Params: map[string]string{"slot": strconv.Itoa(f.Slot)}}
+	if f.Of != "" {
+		a.Params = map[string]string{"of": f.Of}
+	}
 	if err := env.Freeze(id); err != nil {
 		return nil, a, err
 	}
