@@ -29,7 +29,8 @@ type Options struct {
 	Scenario Scenario
 	// Suite names the suite the run belongs to, for the record.
 	Suite string
-	// Seed drives every random choice: the nemesis schedule, instance ID suffixes, latency jitter.
+	// Seed drives every random choice: the nemesis schedule, the jitter of fault times and instance
+	// starts, instance ID suffixes, latency jitter.
 	Seed int64
 	// TimeScale multiplies every spec duration; 0.1 runs ten times faster. Must be positive.
 	TimeScale float64
