@@ -188,8 +188,9 @@ func (r *runner) kill(in *vinstance) error {
 	r.svc.barrier()
 	err := in.link.Kill()
 	// Whatever the instance was blocked on wakes to find its context cancelled and its link cut.
-	in.pclock.Resume()
-	in.gate.thaw()
+	in.fmu.Lock()
+	in.unfreeze()
+	in.fmu.Unlock()
 	in.stall.thaw()
 	in.cancel()
 	_ = in.client.Close()
@@ -238,7 +239,10 @@ func (r *runner) Stop(ctx context.Context, id string) error {
 	return kerr
 }
 
-// Freeze implements chaos.Env: the instance's clock stops (reads block, timers wait), its polls and
+// Freeze implements chaos.Env. The pause takes hold at the instance's next poll — after its decision
+// to poll and its validity check, before the poll reaches the endpoint: the worst moment, which only
+// fencing can answer — or after one poll interval, whichever comes first (an instance that holds
+// nothing may never poll). From then on its clock stops (reads block, timers wait), and its polls and
 // Redis calls block before they leave and before their replies are handed back. A system whose backend
 // traffic is PostgreSQL has no Redis hook to hold its calls: its link is partitioned instead, so its
 // calls during the pause fail or time out rather than wait.
@@ -247,18 +251,56 @@ func (r *runner) Freeze(id string) error {
 	if err != nil {
 		return err
 	}
+	in.fmu.Lock()
+	defer in.fmu.Unlock()
+	if in.freezing != nil || in.pclock.Paused() {
+		return nil // already pausing
+	}
 	in.gate.freeze()
+	off := make(chan struct{})
+	in.freezing = off
+	hit := in.gate.hit()
+	go func() {
+		t := time.NewTimer(r.timing.PollInterval)
+		defer t.Stop()
+		select {
+		case <-hit:
+		case <-t.C:
+		case <-off:
+			return
+		}
+		in.fmu.Lock()
+		defer in.fmu.Unlock()
+		if in.freezing != off {
+			return // thawed or killed meanwhile
+		}
+		in.freezing = nil
+		r.freezeNow(in)
+	}()
+	return nil
+}
+
+// freezeNow pauses an instance at once; in.fmu is held.
+func (r *runner) freezeNow(in *vinstance) {
 	in.pclock.Pause()
+	in.calls.freeze()
 	if r.pg != nil {
 		if err := in.link.Partition(); err != nil {
-			in.pclock.Resume()
-			in.gate.thaw()
-			_ = in.link.Heal()
-			return err
+			r.logger.Error("partition a paused instance's link", "instance", in.id, "err", err)
 		}
 	}
-	r.rec.Add(history.Event{Kind: history.KindLifecycle, At: r.rec.Now(), Instance: id, Lifecycle: &history.Lifecycle{Change: history.LifePaused}})
-	return nil
+	r.rec.Add(history.Event{Kind: history.KindLifecycle, At: r.rec.Now(), Instance: in.id, Lifecycle: &history.Lifecycle{Change: history.LifePaused}})
+}
+
+// unfreeze calls off a pause that has not taken hold, or ends one that has. in.fmu is held.
+func (in *vinstance) unfreeze() {
+	if in.freezing != nil {
+		close(in.freezing)
+		in.freezing = nil
+	}
+	in.pclock.Resume()
+	in.calls.thaw()
+	in.gate.thaw()
 }
 
 // Thaw implements chaos.Env.
@@ -267,13 +309,16 @@ func (r *runner) Thaw(id string) error {
 	if err != nil {
 		return nil // crashed meanwhile: nothing to wake
 	}
-	if r.pg != nil {
+	in.fmu.Lock()
+	defer in.fmu.Unlock()
+	if r.pg != nil && in.pclock.Paused() {
 		err = in.link.Heal()
 	}
-	// The record comes first: whatever the instance does on waking happens after it.
-	r.rec.Add(history.Event{Kind: history.KindLifecycle, At: r.rec.Now(), Instance: id, Lifecycle: &history.Lifecycle{Change: history.LifeResumed}})
-	in.pclock.Resume()
-	in.gate.thaw()
+	if in.pclock.Paused() {
+		// The record comes first: whatever the instance does on waking happens after it.
+		r.rec.Add(history.Event{Kind: history.KindLifecycle, At: r.rec.Now(), Instance: id, Lifecycle: &history.Lifecycle{Change: history.LifeResumed}})
+	}
+	in.unfreeze()
 	return err
 }
 

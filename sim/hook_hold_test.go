@@ -17,7 +17,7 @@ func TestHeldCallsBlockUntilReleased(t *testing.T) {
 	srv := redistest.Start(t)
 	for name, hold := range map[string]func(in *vinstance){
 		"stall": func(in *vinstance) { in.stall.freeze() },
-		"pause": func(in *vinstance) { in.gate.freeze() },
+		"pause": func(in *vinstance) { in.calls.freeze() },
 	} {
 		t.Run(name, func(t *testing.T) {
 			in := newTestInstance()
@@ -37,7 +37,7 @@ func TestHeldCallsBlockUntilReleased(t *testing.T) {
 			require.Never(t, func() bool { return len(done) > 0 }, 200*time.Millisecond, time.Millisecond,
 				"a held call must not fail fast, even after its context ended")
 			in.stall.thaw()
-			in.gate.thaw()
+			in.calls.thaw()
 			select {
 			case err := <-done:
 				require.ErrorIs(t, err, context.DeadlineExceeded, "the call's context ended while it was held")

@@ -29,20 +29,28 @@ type vinstance struct {
 	pclock *clock.Pausable
 	sut    Instance
 	cancel context.CancelFunc
-	// gate holds polls and Redis calls while the instance is paused; stall holds Redis calls only.
+	// gate holds polls while the instance is paused (and from the moment a pause is asked for, so that
+	// the pause takes hold at the instance's next poll); calls holds its Redis calls while it is paused,
+	// stall while they are stalled.
 	gate  gate
+	calls gate
 	stall gate
 	dead  atomic.Bool
+
+	// freezing is set while a pause has been asked for and has not yet taken hold; closing it calls
+	// the pause off.
+	fmu      sync.Mutex
+	freezing chan struct{}
 }
 
 // hold blocks a Redis call (before it is sent, and again before its reply is handed back) while the
 // instance is paused or its calls are stalled. It does not watch the call's context: a paused process
 // does not run, and a stalled call's goroutine is stuck where it is; see chaos.Pause and chaos.Stall.
 func (in *vinstance) hold() {
-	in.gate.wait()
+	in.calls.wait()
 	in.stall.wait()
 	// A pause may begin while the call waited on a stall.
-	in.gate.wait()
+	in.calls.wait()
 }
 
 // poll is the function the instance is given to visit an endpoint.
@@ -89,10 +97,11 @@ func runDeadline(at time.Duration, until, now time.Time, rate float64) time.Dura
 	return at + time.Duration(float64(until.Sub(now))/rate)
 }
 
-// gate blocks polls while an instance is frozen.
+// gate blocks whoever waits on it while it is closed.
 type gate struct {
-	mu sync.Mutex
-	ch chan struct{} // nil when open
+	mu      sync.Mutex
+	ch      chan struct{} // nil when open
+	reached chan struct{} // closed when someone first waits on the closed gate
 }
 
 func (g *gate) freeze() {
@@ -100,7 +109,15 @@ func (g *gate) freeze() {
 	defer g.mu.Unlock()
 	if g.ch == nil {
 		g.ch = make(chan struct{})
+		g.reached = make(chan struct{})
 	}
+}
+
+// hit returns a channel closed once someone waits on the gate since it was closed (nil when open).
+func (g *gate) hit() <-chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.reached
 }
 
 func (g *gate) thaw() {
@@ -115,6 +132,13 @@ func (g *gate) thaw() {
 func (g *gate) wait() {
 	g.mu.Lock()
 	ch := g.ch
+	if ch != nil {
+		select {
+		case <-g.reached:
+		default:
+			close(g.reached)
+		}
+	}
 	g.mu.Unlock()
 	if ch != nil {
 		<-ch

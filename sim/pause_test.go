@@ -14,7 +14,8 @@ import (
 )
 
 // A paused instance makes no progress: its own timers must not end its belief while it is frozen. It
-// wakes believing what it believed, and only then finds out (its clock has jumped past the deadline).
+// wakes believing what it believed, sends the poll it was about to send, and only then finds out (its
+// clock has jumped past the deadline).
 func TestPausedReferenceKeepsItsBeliefUntilItWakes(t *testing.T) {
 	redistest.Start(t)
 	sc := sim.Scenario{
@@ -44,13 +45,14 @@ func TestPausedReferenceKeepsItsBeliefUntilItWakes(t *testing.T) {
 	require.Greater(t, to, from)
 
 	heldAtPause, endedAfterWaking := false, false
+	var token uint64
 	for _, e := range h.Events {
 		if e.Kind != history.KindBelief || e.Instance != paused || e.Endpoint != "ep-0" {
 			continue
 		}
 		switch {
 		case e.At < from:
-			heldAtPause = e.Belief.Held
+			heldAtPause, token = e.Belief.Held, e.Belief.Token
 		case e.At < to:
 			require.True(t, e.Belief.Held, "the paused instance ended its belief at %s, during its pause (%s..%s): its timers ran", e.At, from, to)
 		case !e.Belief.Held:
@@ -59,4 +61,15 @@ func TestPausedReferenceKeepsItsBeliefUntilItWakes(t *testing.T) {
 	}
 	require.True(t, heldAtPause, "the paused instance held ep-0 when it froze")
 	require.True(t, endedAfterWaking, "on waking, the instance finds its deadline passed and ends its belief")
+
+	// The pause took hold as the holder was about to poll: on waking that poll goes out with the old
+	// token, and the resource, which has seen a newer one since, refuses it.
+	refused := false
+	for _, e := range h.Events {
+		if e.Kind == history.KindPoll && e.Instance == paused && e.Endpoint == "ep-0" && e.At >= to {
+			refused = e.Poll.Token == token && e.Poll.Outcome == history.PollRefused
+			break
+		}
+	}
+	require.True(t, refused, "the woken holder's first poll carries its old token and is refused by fencing")
 }
