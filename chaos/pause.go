@@ -8,7 +8,7 @@ import (
 // Pause freezes the instance in Slot for the step's duration, as SIGSTOP, a long garbage-collection
 // pause or a VM losing its host would. The pause takes hold at the worst moment: the instance's next
 // poll, after it decided to poll and checked its lease, before the poll reaches the endpoint (or after
-// one poll interval, for an instance that does not poll). From then on it makes no progress:
+// two poll intervals, for an instance that does not poll). From then on it makes no progress:
 //
 //   - its clock stops (clock.Pausable): a goroutine that reads the time blocks there, and no timer of
 //     the clock fires; a timer that fell due during the pause fires on waking, and the clock has then

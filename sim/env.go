@@ -241,8 +241,8 @@ func (r *runner) Stop(ctx context.Context, id string) error {
 
 // Freeze implements chaos.Env. The pause takes hold at the instance's next poll — after its decision
 // to poll and its validity check, before the poll reaches the endpoint: the worst moment, which only
-// fencing can answer — or after one poll interval, whichever comes first (an instance that holds
-// nothing may never poll). From then on its clock stops (reads block, timers wait), and its polls and
+// fencing can answer — or after two poll intervals, whichever comes first (an instance that holds
+// nothing may never poll; one that does polls once per interval plus the poll's own duration). From then on its clock stops (reads block, timers wait), and its polls and
 // Redis calls block before they leave and before their replies are handed back. A system whose backend
 // traffic is PostgreSQL has no Redis hook to hold its calls: its link is partitioned instead, so its
 // calls during the pause fail or time out rather than wait.
@@ -261,7 +261,7 @@ func (r *runner) Freeze(id string) error {
 	in.freezing = off
 	hit := in.gate.hit()
 	go func() {
-		t := time.NewTimer(r.timing.PollInterval)
+		t := time.NewTimer(2 * r.timing.PollInterval)
 		defer t.Stop()
 		select {
 		case <-hit:
