@@ -59,6 +59,8 @@ func TestAssumptionsNameTheFaultsOutside(t *testing.T) {
 	s := chaos.Schedule{
 		{Fault: chaos.Pause{Slot: 0}},
 		{Fault: chaos.Drift{Slot: 0, Rate: 1.005}},
+		{Fault: chaos.Drift{Slot: 0, Rate: 1.01}},
+		{Fault: chaos.Drift{Slot: 0, Rate: 0.99}},
 		{Fault: chaos.Stall{Slot: 0}},
 	}
 	a := assumptions(sc, timing, persistent{"aof"}, s)
