@@ -22,13 +22,17 @@ import (
 // can stop a process frozen between its validity check and its action, which is why a pause lies
 // outside every lease system's assumptions (the run's history says so).
 //
+// The fault's window starts at the step; the pause itself starts at the instance's "paused" lifecycle
+// event and ends at "resumed".
+//
 // What still differs from SIGSTOP: a goroutine of the instance that neither reads its clock nor calls
-// Redis nor polls keeps running (pure computation, channel hand-offs, logging); Go runtime timers — a
-// context's deadline, go-redis's socket deadlines — keep running, so a call whose context expires during
-// the pause fails on waking with a timeout, where a stopped process would also see its deadline passed
-// but only when it checks; the operating system keeps accepting bytes for the instance's sockets, as it
-// does for a stopped process. A system whose backend is PostgreSQL has no Redis hook: its link is
-// partitioned for the pause, so its calls fail or time out instead of waiting.
+// Redis nor polls keeps running (pure computation, channel hand-offs, logging); Go runtime timers keep
+// running — a context's deadline, go-redis's socket deadlines — so a call that was already reading its
+// reply when the pause took hold may time out and drop its connection during the pause, where a stopped
+// process would find the reply in its socket buffer (a call whose context simply expired fails on
+// waking, as it would after SIGSTOP); the operating system keeps accepting bytes for the instance's
+// sockets, as it does for a stopped process. A system whose backend is PostgreSQL has no Redis hook:
+// its link is partitioned for the pause, so its calls fail or time out instead of waiting.
 type Pause struct {
 	Slot int `json:"slot"`
 	// Of, when set, targets the instance holding this endpoint (or leading this role) instead of Slot.
