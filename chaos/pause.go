@@ -30,8 +30,9 @@ import (
 // running — a context's deadline, go-redis's socket deadlines — so a call that was already reading its
 // reply when the pause took hold may time out and drop its connection during the pause, where a stopped
 // process would find the reply in its socket buffer (a call whose context simply expired fails on
-// waking, as it would after SIGSTOP); the operating system keeps accepting bytes for the instance's
-// sockets, as it does for a stopped process. A system whose backend is PostgreSQL has no Redis hook:
+// waking, as it would after SIGSTOP), and go-redis's own re-send of a call already under way (after a
+// network error) is not held; the operating system keeps accepting bytes for the instance's sockets, as
+// it does for a stopped process. A system whose backend is PostgreSQL has no Redis hook:
 // its link is partitioned for the pause, so its calls fail or time out instead of waiting.
 type Pause struct {
 	Slot int `json:"slot"`
