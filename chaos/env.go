@@ -31,8 +31,8 @@ type Env interface {
 	Stop(ctx context.Context, id string) error
 	// StartInstance adds a new instance to the fleet and returns its ID.
 	StartInstance(ctx context.Context) (string, error)
-	// Freeze suspends an instance as a long GC pause would: its next poll blocks after the decision to
-	// poll and before it reaches the endpoint, and its link carries nothing. Thaw lets it carry on.
+	// Freeze stops an instance as SIGSTOP would (see Pause), from its next poll on: its clock stops and
+	// no timer of it fires, its backend calls and polls block where they stand. Thaw lets it carry on.
 	Freeze(id string) error
 	Thaw(id string) error
 	// SetClockRate makes an instance's clock run at rate times real time.

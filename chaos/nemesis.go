@@ -23,7 +23,7 @@ type NemesisOptions struct {
 
 // NemesisKinds lists the fault names a nemesis can draw. The backend-process faults need a backend the
 // harness owns (a private redis-server).
-var NemesisKinds = []string{"crash", "restart", "partition", "one-way-partition", "latency", "pause", "clock-drift", "outage", "redis-restart", "redis-pause", "stop", "start"}
+var NemesisKinds = []string{"crash", "restart", "partition", "one-way-partition", "latency", "pause", "clock-drift", "outage", "redis-restart", "redis-pause", "stop", "start", "stall"}
 
 // Nemesis draws a random schedule from rng. The same rng state yields the same schedule. The fleet is
 // kept between 2 and Instances+2 members: a crash or stop is followed, after recovery, by a start.
@@ -89,6 +89,8 @@ func Nemesis(rng *rand.Rand, o NemesisOptions) (Schedule, error) {
 			st = Step{At: at, For: o.TTL / 10, Fault: RedisRestart{}}
 		case "redis-pause":
 			st = Step{At: at, For: dur, Fault: RedisPause{}}
+		case "stall":
+			st = Step{At: at, For: dur, Fault: Stall{Slot: slot}}
 		}
 		end := st.At + st.For
 		if end+settle > o.To {

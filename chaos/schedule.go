@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand"
 	"sort"
 	"strings"
 	"time"
@@ -12,9 +13,12 @@ import (
 // Step is one scheduled fault: applied At after the run starts, ended For later (instantaneous when For
 // is zero). Times are spec times; Scale converts them to run times.
 type Step struct {
-	At    time.Duration `json:"at"`
-	For   time.Duration `json:"for,omitempty"`
-	Fault Fault         `json:"-"`
+	At  time.Duration `json:"at"`
+	For time.Duration `json:"for,omitempty"`
+	// Jitter bounds how much later than At the step may come, drawn per seed (see Jittered): zero takes
+	// the scenario's bound, a negative value pins the step to At.
+	Jitter time.Duration `json:"-"`
+	Fault  Fault         `json:"-"`
 }
 
 // MarshalJSON writes the fault's name and arguments beside the times.
@@ -64,6 +68,60 @@ func (s Schedule) Scale(f float64) Schedule {
 		out[i] = st
 	}
 	return out
+}
+
+// DefaultJitter is how much later than written a step may come when neither the step nor its scenario
+// states a bound: a few seconds of spec time, enough to move a fault across the poll and renewal
+// cycle (polls every 5 s), well inside the recovery slack every scenario leaves.
+const DefaultJitter = 3 * time.Second
+
+// Jittered moves each step later by a draw from rng, so that each seed puts the faults at another point
+// of the system's cycles. A step's bound is its Jitter, or def when that is zero; a negative bound pins
+// it. Steps written for the same moment move together (one draw, bounded by the smallest of their
+// bounds), so faults meant to coincide still do. No step is moved past end (the run's duration). It
+// returns the moved schedule and each step's shift; the same rng state gives the same result.
+func (s Schedule) Jittered(rng *rand.Rand, def, end time.Duration) (Schedule, []time.Duration) {
+	bound := func(st Step) time.Duration {
+		switch {
+		case st.Jitter < 0:
+			return 0
+		case st.Jitter > 0:
+			return st.Jitter
+		}
+		return max(def, 0)
+	}
+	// The moments in the order they are written, each with its bound and its room before end.
+	type moment struct{ bound, room time.Duration }
+	moments := map[time.Duration]*moment{}
+	var order []time.Duration
+	for _, st := range s {
+		m, ok := moments[st.At]
+		if !ok {
+			m = &moment{bound: bound(st), room: end - st.At}
+			moments[st.At] = m
+			order = append(order, st.At)
+		}
+		m.bound = min(m.bound, bound(st))
+		m.room = min(m.room, end-(st.At+st.For))
+	}
+	shiftAt := map[time.Duration]time.Duration{}
+	for _, at := range order {
+		m := moments[at]
+		b := min(m.bound, m.room)
+		if b <= 0 {
+			continue
+		}
+		// Whole milliseconds, so the printed schedule is the one that runs.
+		shiftAt[at] = time.Duration(rng.Int63n(int64(b/time.Millisecond)+1)) * time.Millisecond
+	}
+	out := make(Schedule, len(s))
+	shifts := make([]time.Duration, len(s))
+	for i, st := range s {
+		shifts[i] = shiftAt[st.At]
+		st.At += shifts[i]
+		out[i] = st
+	}
+	return out, shifts
 }
 
 // String lists the steps one per line.

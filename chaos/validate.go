@@ -44,6 +44,8 @@ func Validate(s Schedule, instances int, sessions []string) error {
 			err = slot(st, f.Slot, f.Of)
 		case Pause:
 			err = slot(st, f.Slot, f.Of)
+		case Stall:
+			err = slot(st, f.Slot, f.Of)
 		case ConnReset:
 			err = slot(st, f.Slot, f.Of)
 		case Drift:

@@ -40,7 +40,10 @@ type runner struct {
 	ended   []*vinstance
 }
 
-var _ chaos.Env = (*runner)(nil)
+var (
+	_ chaos.Env     = (*runner)(nil)
+	_ chaos.Staller = (*runner)(nil)
+)
 
 // Live implements chaos.Env.
 func (r *runner) Live() []string {
@@ -102,6 +105,7 @@ func (r *runner) StartInstance(ctx context.Context) (string, error) {
 		clientAddr = link.Addr()
 	}
 	in := &vinstance{slot: slot, id: id, link: link, clock: clock.NewDrifting(clock.Real{}, 1)}
+	in.pclock = clock.NewPausable(in.clock)
 	in.client = redis.NewClient(&redis.Options{
 		Addr:                  clientAddr,
 		DialTimeout:           r.timing.OpTimeout,
@@ -114,9 +118,9 @@ func (r *runner) StartInstance(ctx context.Context) (string, error) {
 		MaxRetries: 3,
 	})
 	in.client.AddHook(&recordingHook{instance: id, rec: r.rec, classifier: r.classifier, dead: in.dead.Load,
-		defaults: defaultClassifier{leasePrefix: r.keyPrefix + "lease:"}})
+		hold: in.hold, defaults: defaultClassifier{leasePrefix: r.keyPrefix + "lease:"}})
 	cfg := InstanceConfig{
-		ID: id, Seed: instanceSeed(r.o.Seed, slot), Client: in.client, Clock: in.clock, Timing: r.timing,
+		ID: id, Seed: instanceSeed(r.o.Seed, slot), Client: in.client, Clock: in.pclock, Timing: r.timing,
 		KeyPrefix: r.keyPrefix, SessionPrefix: r.sessions.prefix,
 		Poll: in.poll(r.svc), Observe: in.observe(r.rec, r.believe),
 		Logger: r.logger.With("instance", id), Targets: r.sessions.IDs(),
@@ -183,7 +187,11 @@ func (r *runner) kill(in *vinstance) error {
 	}
 	r.svc.barrier()
 	err := in.link.Kill()
-	in.gate.thaw()
+	// Whatever the instance was blocked on wakes to find its context cancelled and its link cut.
+	in.fmu.Lock()
+	in.unfreeze()
+	in.fmu.Unlock()
+	in.stall.thaw()
 	in.cancel()
 	_ = in.client.Close()
 	r.remove(in)
@@ -212,7 +220,17 @@ func (r *runner) Stop(ctx context.Context, id string) error {
 	}
 	sctx, cancel := context.WithTimeout(ctx, 2*r.timing.LeaseTTL)
 	defer cancel()
-	serr := in.sut.Stop(sctx)
+	// The bound holds even for a system whose Stop ignores its context, or an instance that cannot make
+	// progress (paused, or its calls stalled, which no context frees): past it the instance is killed,
+	// which also wakes whatever it was blocked on.
+	stopped := make(chan error, 1)
+	go func() { stopped <- in.sut.Stop(sctx) }()
+	var serr error
+	select {
+	case serr = <-stopped:
+	case <-sctx.Done():
+		serr = fmt.Errorf("did not stop within %s: %w", 2*r.timing.LeaseTTL, sctx.Err())
+	}
 	kerr := r.kill(in)
 	r.rec.Add(history.Event{Kind: history.KindLifecycle, At: r.rec.Now(), Instance: id, Lifecycle: &history.Lifecycle{Change: history.LifeStopped}})
 	if serr != nil {
@@ -221,20 +239,68 @@ func (r *runner) Stop(ctx context.Context, id string) error {
 	return kerr
 }
 
-// Freeze implements chaos.Env.
+// Freeze implements chaos.Env. The pause takes hold at the instance's next poll — after its decision
+// to poll and its validity check, before the poll reaches the endpoint: the worst moment, which only
+// fencing can answer — or after two poll intervals, whichever comes first (an instance that holds
+// nothing may never poll; one that does polls once per interval plus the poll's own duration). From then on its clock stops (reads block, timers wait), and its polls and
+// Redis calls block before they leave and before their replies are handed back. A system whose backend
+// traffic is PostgreSQL has no Redis hook to hold its calls: its link is partitioned instead, so its
+// calls during the pause fail or time out rather than wait.
 func (r *runner) Freeze(id string) error {
 	in, err := r.find(id)
 	if err != nil {
 		return err
 	}
-	in.gate.freeze()
-	if err := in.link.Partition(); err != nil {
-		in.gate.thaw()
-		_ = in.link.Heal()
-		return err
+	in.fmu.Lock()
+	defer in.fmu.Unlock()
+	if in.freezing != nil || in.pclock.Paused() {
+		return nil // already pausing
 	}
-	r.rec.Add(history.Event{Kind: history.KindLifecycle, At: r.rec.Now(), Instance: id, Lifecycle: &history.Lifecycle{Change: history.LifePaused}})
+	in.gate.freeze()
+	off := make(chan struct{})
+	in.freezing = off
+	hit := in.gate.hit()
+	go func() {
+		t := time.NewTimer(2 * r.timing.PollInterval)
+		defer t.Stop()
+		select {
+		case <-hit:
+		case <-t.C:
+		case <-off:
+			return
+		}
+		in.fmu.Lock()
+		defer in.fmu.Unlock()
+		if in.freezing != off {
+			return // thawed or killed meanwhile
+		}
+		in.freezing = nil
+		r.freezeNow(in)
+	}()
 	return nil
+}
+
+// freezeNow pauses an instance at once; in.fmu is held.
+func (r *runner) freezeNow(in *vinstance) {
+	in.pclock.Pause()
+	in.calls.freeze()
+	if r.pg != nil {
+		if err := in.link.Partition(); err != nil {
+			r.logger.Error("partition a paused instance's link", "instance", in.id, "err", err)
+		}
+	}
+	r.rec.Add(history.Event{Kind: history.KindLifecycle, At: r.rec.Now(), Instance: in.id, Lifecycle: &history.Lifecycle{Change: history.LifePaused}})
+}
+
+// unfreeze calls off a pause that has not taken hold, or ends one that has. in.fmu is held.
+func (in *vinstance) unfreeze() {
+	if in.freezing != nil {
+		close(in.freezing)
+		in.freezing = nil
+	}
+	in.pclock.Resume()
+	in.calls.thaw()
+	in.gate.thaw()
 }
 
 // Thaw implements chaos.Env.
@@ -243,10 +309,41 @@ func (r *runner) Thaw(id string) error {
 	if err != nil {
 		return nil // crashed meanwhile: nothing to wake
 	}
-	err = in.link.Heal()
-	in.gate.thaw()
-	r.rec.Add(history.Event{Kind: history.KindLifecycle, At: r.rec.Now(), Instance: id, Lifecycle: &history.Lifecycle{Change: history.LifeResumed}})
+	in.fmu.Lock()
+	defer in.fmu.Unlock()
+	if r.pg != nil && in.pclock.Paused() {
+		err = in.link.Heal()
+	}
+	if in.pclock.Paused() {
+		// The record comes first: whatever the instance does on waking happens after it.
+		r.rec.Add(history.Event{Kind: history.KindLifecycle, At: r.rec.Now(), Instance: id, Lifecycle: &history.Lifecycle{Change: history.LifeResumed}})
+	}
+	in.unfreeze()
 	return err
+}
+
+// Stall implements chaos.Staller: the instance's Redis calls block, neither answered nor failed, until
+// Unstall, while its clock, timers and polls go on.
+func (r *runner) Stall(id string) error {
+	in, err := r.find(id)
+	if err != nil {
+		return err
+	}
+	if r.pg != nil {
+		return fmt.Errorf("%w: a stall holds Redis calls, and %s talks to PostgreSQL", chaos.ErrUnsupported, r.o.System.Name())
+	}
+	in.stall.freeze()
+	return nil
+}
+
+// Unstall implements chaos.Staller.
+func (r *runner) Unstall(id string) error {
+	in, err := r.find(id)
+	if err != nil {
+		return nil // crashed meanwhile
+	}
+	in.stall.thaw()
+	return nil
 }
 
 // SetClockRate implements chaos.Env.

@@ -25,17 +25,36 @@ type recordingHook struct {
 	// dead reports whether the instance has crashed: what a dead instance's leftover goroutines still
 	// try to send never leaves (its link is cut), so it is not recorded.
 	dead func() bool
+	// hold, when set, blocks while the instance's calls may not proceed (a pause or a stall). It is
+	// called before a call is sent and again before its reply is handed back, so a reply that arrives
+	// meanwhile is seen only afterwards, as a stopped process sees what its socket buffered.
+	hold func()
 }
 
-func (h *recordingHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *recordingHook) wait() {
+	if h.hold != nil {
+		h.hold()
+	}
+}
+
+func (h *recordingHook) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		h.wait()
+		c, err := next(ctx, network, addr)
+		h.wait()
+		return c, err
+	}
+}
 
 func (h *recordingHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.wait()
 		if h.dead != nil && h.dead() {
 			return next(ctx, cmd)
 		}
 		at := h.rec.Now()
 		err := next(ctx, cmd)
+		h.wait()
 		h.record(at, h.rec.Now(), cmd, err)
 		return err
 	}
@@ -43,11 +62,13 @@ func (h *recordingHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 
 func (h *recordingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.wait()
 		if h.dead != nil && h.dead() {
 			return next(ctx, cmds)
 		}
 		at := h.rec.Now()
 		err := next(ctx, cmds)
+		h.wait()
 		end := h.rec.Now()
 		for _, c := range cmds {
 			cerr := c.Err()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -22,11 +23,34 @@ type vinstance struct {
 	id     string
 	link   chaos.Link
 	client *redis.Client
+	// clock is the instance's oscillator (its rate is what a drift fault changes); pclock wraps it and
+	// is what the system is given, so that a pause stops the system's sense of time too.
 	clock  *clock.Drifting
+	pclock *clock.Pausable
 	sut    Instance
 	cancel context.CancelFunc
-	gate   gate
-	dead   atomic.Bool
+	// gate holds polls while the instance is paused (and from the moment a pause is asked for, so that
+	// the pause takes hold at the instance's next poll); calls holds its Redis calls while it is paused,
+	// stall while they are stalled.
+	gate  gate
+	calls gate
+	stall gate
+	dead  atomic.Bool
+
+	// freezing is set while a pause has been asked for and has not yet taken hold; closing it calls
+	// the pause off.
+	fmu      sync.Mutex
+	freezing chan struct{}
+}
+
+// hold blocks a Redis call (before it is sent, and again before its reply is handed back) while the
+// instance is paused or its calls are stalled. It does not watch the call's context: a paused process
+// does not run, and a stalled call's goroutine is stuck where it is; see chaos.Pause and chaos.Stall.
+func (in *vinstance) hold() {
+	in.calls.wait()
+	in.stall.wait()
+	// A pause may begin while the call waited on a stall.
+	in.calls.wait()
 }
 
 // poll is the function the instance is given to visit an endpoint.
@@ -46,22 +70,38 @@ func (in *vinstance) poll(svc *endpointService) func(ctx context.Context, endpoi
 	}
 }
 
-// observe records a belief change reported by the system.
+// observe records a belief change reported by the system. A local validity deadline (Until, a reading
+// of the instance's own clock) is converted into run time: what is left of it on the instance's clock,
+// divided by the clock's current rate, after the moment of recording. A renewal is recorded as
+// reported, so the checker sees each extension.
 func (in *vinstance) observe(rec *history.Recorder, track func(id, endpoint string, b history.Belief)) func(endpoint string, b history.Belief) {
 	return func(endpoint string, b history.Belief) {
 		if in.dead.Load() {
 			return
 		}
 		track(in.id, endpoint, b)
+		at := rec.Now()
 		bb := b
-		rec.Add(history.Event{Kind: history.KindBelief, At: rec.Now(), Instance: in.id, Endpoint: endpoint, Belief: &bb})
+		if !bb.Until.IsZero() {
+			bb.Deadline = runDeadline(at, bb.Until, in.clock.Now(), in.clock.Rate())
+			bb.Until = time.Time{}
+		}
+		rec.Add(history.Event{Kind: history.KindBelief, At: at, Instance: in.id, Endpoint: endpoint, Belief: &bb})
 	}
 }
 
-// gate blocks polls while an instance is frozen.
+// runDeadline converts a deadline on an instance's clock (until), read as now on that clock at run time
+// at, into run time, the clock running at rate times real time. A deadline already passed gives a run
+// time at or before at.
+func runDeadline(at time.Duration, until, now time.Time, rate float64) time.Duration {
+	return at + time.Duration(float64(until.Sub(now))/rate)
+}
+
+// gate blocks whoever waits on it while it is closed.
 type gate struct {
-	mu sync.Mutex
-	ch chan struct{} // nil when open
+	mu      sync.Mutex
+	ch      chan struct{} // nil when open
+	reached chan struct{} // closed when someone first waits on the closed gate
 }
 
 func (g *gate) freeze() {
@@ -69,7 +109,15 @@ func (g *gate) freeze() {
 	defer g.mu.Unlock()
 	if g.ch == nil {
 		g.ch = make(chan struct{})
+		g.reached = make(chan struct{})
 	}
+}
+
+// hit returns a channel closed once someone waits on the gate since it was closed (nil when open).
+func (g *gate) hit() <-chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.reached
 }
 
 func (g *gate) thaw() {
@@ -84,6 +132,13 @@ func (g *gate) thaw() {
 func (g *gate) wait() {
 	g.mu.Lock()
 	ch := g.ch
+	if ch != nil {
+		select {
+		case <-g.reached:
+		default:
+			close(g.reached)
+		}
+	}
 	g.mu.Unlock()
 	if ch != nil {
 		<-ch

@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"io"
 	"log/slog"
+	"math"
 	"math/rand"
 	"os"
 	"sync"
@@ -28,7 +29,8 @@ type Options struct {
 	Scenario Scenario
 	// Suite names the suite the run belongs to, for the record.
 	Suite string
-	// Seed drives every random choice: the nemesis schedule, instance ID suffixes, latency jitter.
+	// Seed drives every random choice: the nemesis schedule, the jitter of fault times and instance
+	// starts, instance ID suffixes, latency jitter.
 	Seed int64
 	// TimeScale multiplies every spec duration; 0.1 runs ten times faster. Must be positive.
 	TimeScale float64
@@ -82,30 +84,68 @@ var ErrOptions = errors.New("sim: invalid options")
 const MaxInstances = 500
 
 // Plan resolves the options into the scaled schedule and timing without starting anything, so a caller
-// can print or validate it. The same options always give the same plan.
+// can print or validate it. The same options always give the same plan: the per-seed jitter of the
+// fault times is in the schedule it returns.
 func Plan(o Options) (chaos.Schedule, Timing, error) {
+	p, err := plan(o)
+	return p.schedule, p.timing, err
+}
+
+// planned is a run resolved from its options, at run time scale.
+type planned struct {
+	schedule chaos.Schedule
+	timing   Timing
+	// starts is each initial instance's start delay.
+	starts []time.Duration
+	// steady are the scenario's steady windows, moved with the jitter of the steps before them.
+	steady []history.Window
+}
+
+// jitterSalt separates the jitter's random stream from the nemesis's, so that adding jitter left the
+// nemesis schedules of existing seeds as they were.
+const jitterSalt = 0x6a09e667f3bcc908
+
+func plan(o Options) (planned, error) {
+	var p planned
 	if o.System == nil {
-		return nil, Timing{}, fmt.Errorf("%w: no system under test", ErrOptions)
+		return p, fmt.Errorf("%w: no system under test", ErrOptions)
 	}
 	if o.TimeScale <= 0 {
-		return nil, Timing{}, fmt.Errorf("%w: time scale must be > 0 (got %g); 1 is spec time, 0.1 ten times faster", ErrOptions, o.TimeScale)
+		return p, fmt.Errorf("%w: time scale must be > 0 (got %g); 1 is spec time, 0.1 ten times faster", ErrOptions, o.TimeScale)
 	}
 	sc := o.effectiveScenario()
 	if sc.Instances > MaxInstances {
-		return nil, Timing{}, fmt.Errorf("%w: %d instances is more than the %d the harness supports", ErrOptions, sc.Instances, MaxInstances)
+		return p, fmt.Errorf("%w: %d instances is more than the %d the harness supports", ErrOptions, sc.Instances, MaxInstances)
 	}
 	if err := sc.Validate(); err != nil {
-		return nil, Timing{}, fmt.Errorf("%w: %v", ErrOptions, err)
+		return p, fmt.Errorf("%w: %v", ErrOptions, err)
 	}
-	timing := sc.Timing.merged(SpecTiming()).scaled(o.TimeScale)
-	steps := append(chaos.Schedule(nil), sc.Steps...)
+	spec := sc.Timing.merged(SpecTiming())
+	timing := spec.scaled(o.TimeScale)
+
+	jrng := rand.New(rand.NewSource(o.Seed ^ jitterSalt))
+	def := sc.FaultJitter
+	if def == 0 {
+		def = chaos.DefaultJitter
+	}
+	steps, shifts := chaos.Schedule(sc.Steps).Jittered(jrng, def, sc.Duration)
+	startBound := sc.StartJitter
+	if startBound == 0 {
+		startBound = spec.PollInterval
+	}
+	starts := make([]time.Duration, sc.Instances)
+	for i := range starts {
+		if startBound > 0 {
+			starts[i] = time.Duration(float64(time.Duration(jrng.Int63n(int64(startBound/time.Millisecond)+1))*time.Millisecond) * o.TimeScale)
+		}
+	}
 	if sc.Nemesis != nil {
 		n := *sc.Nemesis
 		n.Instances = sc.Instances
 		rng := rand.New(rand.NewSource(o.Seed))
 		more, err := chaos.Nemesis(rng, n)
 		if err != nil {
-			return nil, Timing{}, fmt.Errorf("%w: %v", ErrOptions, err)
+			return p, fmt.Errorf("%w: %v", ErrOptions, err)
 		}
 		steps = append(steps, more...)
 	}
@@ -114,17 +154,30 @@ func Plan(o Options) (chaos.Schedule, Timing, error) {
 		sessions[i] = endpointName(i)
 	}
 	if err := chaos.Validate(steps, sc.Instances, sessions); err != nil {
-		return nil, Timing{}, fmt.Errorf("%w: scenario %s: %v", ErrOptions, sc.Name, err)
+		return p, fmt.Errorf("%w: scenario %s: %v", ErrOptions, sc.Name, err)
 	}
 	if err := CheckBackendSpec(o.Backend); err != nil {
-		return nil, Timing{}, fmt.Errorf("%w: %v", ErrOptions, err)
+		return p, fmt.Errorf("%w: %v", ErrOptions, err)
 	}
 	if kill, pause := needsControl(steps); kill || pause {
 		if why := lacksControl(o.Backend, pause); why != "" {
-			return nil, Timing{}, fmt.Errorf("%w: scenario %s needs to kill or pause Redis, which %s; use --redis server", chaos.ErrUnsupported, sc.Name, why)
+			return p, fmt.Errorf("%w: scenario %s needs to kill or pause Redis, which %s; use --redis server", chaos.ErrUnsupported, sc.Name, why)
 		}
 	}
-	return steps.Scale(o.TimeScale), timing, nil
+	scale := func(d time.Duration) time.Duration { return time.Duration(float64(d) * o.TimeScale) }
+	steady := make([]history.Window, len(sc.Steady))
+	for i, w := range sc.Steady {
+		// A steady window waits for every step written before it to have moved.
+		var shift time.Duration
+		for j, st := range sc.Steps {
+			if st.At < w.From {
+				shift = max(shift, shifts[j])
+			}
+		}
+		from := min(w.From+shift, w.From+(w.To-w.From)/2)
+		steady[i] = history.Window{From: scale(from), To: scale(w.To)}
+	}
+	return planned{schedule: steps.Scale(o.TimeScale), timing: timing, starts: starts, steady: steady}, nil
 }
 
 func (o Options) effectiveScenario() Scenario {
@@ -178,10 +231,11 @@ func lacksControl(spec string, pause bool) string {
 // every fault is ended, every instance and process stopped, and the partial history returned with
 // Meta.Interrupted set.
 func Run(ctx context.Context, o Options) (res Result, err error) {
-	schedule, timing, err := Plan(o)
+	p, err := plan(o)
 	if err != nil {
 		return res, err
 	}
+	schedule, timing := p.schedule, p.timing
 	res.Schedule = schedule
 	sc := o.effectiveScenario()
 
@@ -275,13 +329,19 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 			return res, err
 		}
 	}
-	// The fleet starts at once, as after a deploy: the thundering herd is part of every scenario.
+	// The fleet starts together, as after a deploy: the thundering herd is part of every scenario. Each
+	// instance starts after its own seeded delay (within the scenario's StartJitter), so that their
+	// poll and renewal cycles fall at other phases on each seed.
 	var wg sync.WaitGroup
 	errs := make([]error, sc.Instances)
 	for i := 0; i < sc.Instances; i++ {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
+			if !sleepCtx(ctx, p.starts[i]) {
+				errs[i] = ctx.Err()
+				return
+			}
 			_, errs[i] = r.StartInstance(ctx)
 		}(i)
 	}
@@ -359,10 +419,7 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 		}
 	}
 	res.FaultErrors = faultErrs
-	steady := make([]history.Window, len(sc.Steady))
-	for i, w := range sc.Steady {
-		steady[i] = history.Window{From: time.Duration(float64(w.From) * o.TimeScale), To: time.Duration(float64(w.To) * o.TimeScale)}
-	}
+	steady := p.steady
 	res.History = history.History{
 		Meta: history.Meta{
 			Schema: history.SchemaVersion, Scenario: sc.Name, Suite: o.Suite, System: o.System.Name(), Kind: kind,
@@ -371,10 +428,49 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 			FailoverBound: failoverBound(sc, timing, o.TimeScale), PollInterval: timing.PollInterval, Fencing: sc.Fencing,
 			Steady: steady, ExpectBalance: sc.ExpectBalance, Duration: end, StartedAt: start.UTC(),
 			Command: o.Command, Interrupted: interrupted, Expect: sc.Expect,
+			Assumptions: assumptions(sc, timing, backend, schedule),
 		},
 		Events: kept,
 	}
 	return res, nil
+}
+
+// PersistenceReporter is an optional capability of a Backend: what it keeps across a restart ("none",
+// "rdb" or "aof"). A backend without it keeps nothing.
+type PersistenceReporter interface {
+	Persistence() string
+}
+
+// assumptions states what the system under test relies on in this run, and which of the run's faults
+// lie outside that: those the scenario names, every pause (a process frozen between its validity check
+// and its action can only be refused by fencing), and a clock drift whose rate error exceeds the bound.
+func assumptions(sc Scenario, t Timing, backend Backend, s chaos.Schedule) history.Assumptions {
+	a := history.Assumptions{DriftBound: t.DriftBound, Persistence: "none", Topology: "single"}
+	if pr, ok := backend.(PersistenceReporter); ok && pr.Persistence() != "" {
+		a.Persistence = pr.Persistence()
+	}
+	seen := map[string]bool{}
+	add := func(name string) {
+		if !seen[name] {
+			seen[name] = true
+			a.Outside = append(a.Outside, name)
+		}
+	}
+	for _, n := range sc.Outside {
+		add(n)
+	}
+	for _, st := range s {
+		switch f := st.Fault.(type) {
+		case chaos.Pause:
+			add(f.Name())
+		case chaos.Drift:
+			// A rate written at the bound (1.01 for 1%) is inside it, whatever the float rounding says.
+			if math.Abs(f.Rate-1) > t.DriftBound+1e-9 {
+				add(f.Name())
+			}
+		}
+	}
+	return a
 }
 
 // uniqueRunID names a run's private objects on shared servers.

@@ -44,6 +44,18 @@ type Scenario struct {
 	// FailoverBound overrides the default bound (see FailoverBound) in spec time, for backends whose
 	// dead-peer detection is documented to take longer.
 	FailoverBound time.Duration
+	// StartJitter bounds, per seed, how much later than the run's start each instance of the initial
+	// fleet starts, so that their poll and renewal cycles fall at other phases on each seed: zero means
+	// one poll interval, a negative value starts the whole fleet at once.
+	StartJitter time.Duration
+	// FaultJitter bounds, per seed, how much later than written each step comes when the step states no
+	// bound of its own (chaos.Step.Jitter): zero means chaos.DefaultJitter, a negative value pins every
+	// such step. Steady windows move with the steps before them, so a scenario's intent holds.
+	FaultJitter time.Duration
+	// Outside names the faults of this scenario that lie outside the system's stated assumptions (for
+	// the history's header; see history.Assumptions). A pause, and a clock drift beyond the drift bound,
+	// are always outside and need not be named.
+	Outside []string
 }
 
 // SpecTiming is the specification's timing: lease TTL 30 s, renewal 10 s, heartbeat 10 s with TTL 30 s,
