@@ -25,7 +25,10 @@ type Link interface {
 	Addr() string
 	// Partition drops all data both ways; connections stay open and hang, as in a real partition.
 	Partition() error
-	// DropReplies lets requests reach the backend (and take effect) but drops every reply.
+	// DropReplies lets requests reach the backend (and take effect) but drops every reply. On embedded
+	// links, a Redis connection opened during the fault gets the replies to its handshake (HELLO,
+	// CLIENT ...), so a client's re-sends on fresh connections keep landing; a remote
+	// toxiproxy-server has no such toxic, and its one-way fault stops new connections at the handshake.
 	DropReplies() error
 	// Latency delays data both ways by latency ± jitter.
 	Latency(latency, jitter time.Duration) error
@@ -68,6 +71,7 @@ type Embedded struct {
 // NewEmbedded returns an in-process toxiproxy. seed drives the latency jitter.
 func NewEmbedded(seed int64) *Embedded {
 	registerSeededLatency()
+	registerOneWay()
 	m := toxiproxy.NewMetricsContainer(prometheus.NewRegistry())
 	return &Embedded{server: toxiproxy.NewServer(m, zerolog.Nop()), seed: seed}
 }
@@ -103,7 +107,9 @@ func (e *Embedded) Close() error {
 type embeddedLink struct {
 	mu     sync.Mutex
 	p      *toxiproxy.Proxy
-	seed   int64 // jitter seed of this link
+	seed   int64  // jitter seed of this link
+	faults int    // one-way faults applied so far, to name their toxic groups
+	oneWay string // the toxic group of the one-way fault in force, if any
 	killed bool
 	closed bool
 }
@@ -127,6 +133,10 @@ func (l *embeddedLink) clear() {
 			_ = l.p.Toxics.RemoveToxic(context.Background(), name)
 		}
 	}
+	if l.oneWay != "" {
+		dropOneWay(l.oneWay)
+		l.oneWay = ""
+	}
 }
 
 func (l *embeddedLink) Partition() error {
@@ -139,11 +149,23 @@ func (l *embeddedLink) Partition() error {
 	)
 }
 
+// DropReplies lets the handshake of each new connection through (see oneWay), so that a client's
+// retries on fresh connections keep landing while every reply to a command is lost.
 func (l *embeddedLink) DropReplies() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.clear()
-	return l.addToxic(toxicDropDown, "timeout", "downstream", map[string]any{"timeout": 0})
+	l.faults++
+	group := fmt.Sprintf("%s#%d", l.p.Name, l.faults)
+	l.oneWay = group
+	// The reply side first, then the request side, then arm: a connection accepted before both are in
+	// place counts as an old one and loses every reply (see oneWay).
+	err := errors.Join(
+		l.addToxic(toxicDropDown, oneWayType, "downstream", map[string]any{"group": group}),
+		l.addToxic(toxicDropUp, oneWayType, "upstream", map[string]any{"group": group, "requests": true}),
+	)
+	armOneWay(group)
+	return err
 }
 
 func (l *embeddedLink) Latency(latency, jitter time.Duration) error {

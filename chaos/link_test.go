@@ -131,3 +131,43 @@ func exerciseLink(t *testing.T, link chaos.Link, redisAddr string) {
 		require.Error(t, viaLink.Ping(ctx).Err())
 	})
 }
+
+// During a one-way partition a connection opened after the fault began completes its handshake, so its
+// command reaches Redis and takes effect, while the command's reply is lost.
+func TestOneWayLetsHandshakesThrough(t *testing.T) {
+	srv := redistest.Start(t)
+	proxies := chaos.NewEmbedded(1)
+	t.Cleanup(func() { require.NoError(t, proxies.Close()) })
+	link, err := proxies.NewLink("i0", srv.Addr())
+	require.NoError(t, err)
+	direct := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { _ = direct.Close() })
+	ctx := context.Background()
+
+	// The harness's client options (sim), with retries: each retry dials or reuses a connection.
+	for _, retries := range []int{-1, 3} {
+		t.Run(fmt.Sprintf("retries=%d", retries), func(t *testing.T) {
+			require.NoError(t, link.DropReplies())
+			t.Cleanup(func() { _ = link.Heal() })
+			timeout := 300 * time.Millisecond
+			c := redis.NewClient(&redis.Options{Addr: link.Addr(), DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout,
+				ContextTimeoutEnabled: true, PoolSize: 8, MaxRetries: retries})
+			t.Cleanup(func() { _ = c.Close() })
+			key := fmt.Sprintf("fresh-%d", retries)
+			err := c.Incr(ctx, key).Err()
+			require.Error(t, err, "the reply must be lost")
+			var ne interface{ Timeout() bool }
+			require.ErrorAs(t, err, &ne, "the client must see a timeout, not a refused handshake")
+			require.True(t, ne.Timeout())
+			want := "1"
+			if retries > 0 {
+				// Every re-send landed: the handshake of each fresh connection went through.
+				want = strconv.Itoa(retries + 1)
+			}
+			require.Eventually(t, func() bool { return direct.Get(ctx, key).Val() == want }, 2*time.Second, 10*time.Millisecond,
+				"each request must have taken effect (got %q)", direct.Get(ctx, key).Val())
+			require.NoError(t, link.Heal())
+			require.Eventually(t, func() bool { return c.Ping(ctx).Err() == nil }, 5*time.Second, 20*time.Millisecond)
+		})
+	}
+}
