@@ -32,6 +32,12 @@ type Link interface {
 	DropReplies() error
 	// Latency delays data both ways by latency ± jitter.
 	Latency(latency, jitter time.Duration) error
+	// Hold delays one direction by d: requests (towards the backend) when requests is set, else
+	// replies. Each chunk is delivered d after it was sent; a connection's later data waits behind it.
+	Hold(requests bool, d time.Duration) error
+	// EndHold stops holding data sent from now on. On embedded links what is already held is still
+	// delivered at its own time; a remote toxiproxy-server delivers it at once.
+	EndHold() error
 	// Reset closes every open connection and accepts new ones at once; faults in force stay in force.
 	Reset() error
 	// Kill closes every connection and refuses new ones for good: the instance's process is gone.
@@ -57,6 +63,7 @@ const (
 	toxicDropDown = "tenure_drop_down"
 	toxicLatency  = "tenure_latency"
 	toxicLatDown  = "tenure_latency_down"
+	toxicHold     = "tenure_hold"
 )
 
 // Embedded runs toxiproxy proxies inside this process.
@@ -72,6 +79,7 @@ type Embedded struct {
 func NewEmbedded(seed int64) *Embedded {
 	registerSeededLatency()
 	registerOneWay()
+	registerHold()
 	m := toxiproxy.NewMetricsContainer(prometheus.NewRegistry())
 	return &Embedded{server: toxiproxy.NewServer(m, zerolog.Nop()), seed: seed}
 }
@@ -128,7 +136,7 @@ func (l *embeddedLink) addToxic(name, typ, stream string, attrs map[string]any) 
 }
 
 func (l *embeddedLink) clear() {
-	for _, name := range []string{toxicDropUp, toxicDropDown, toxicLatency, toxicLatDown} {
+	for _, name := range []string{toxicDropUp, toxicDropDown, toxicLatency, toxicLatDown, toxicHold} {
 		if l.p.Toxics.GetToxic(name) != nil {
 			_ = l.p.Toxics.RemoveToxic(context.Background(), name)
 		}
@@ -180,6 +188,31 @@ func (l *embeddedLink) Latency(latency, jitter time.Duration) error {
 		l.addToxic(toxicLatency, seededLatencyType, "upstream", attrs(l.seed)),
 		l.addToxic(toxicLatDown, seededLatencyType, "downstream", attrs(l.seed+1)),
 	)
+}
+
+func (l *embeddedLink) Hold(requests bool, d time.Duration) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.clear()
+	return l.addToxic(toxicHold, holdType, direction(requests), map[string]any{"delay": d.Milliseconds()})
+}
+
+func (l *embeddedLink) EndHold() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if w := l.p.Toxics.GetToxic(toxicHold); w != nil {
+		if h, ok := w.Toxic.(*hold); ok {
+			h.end(time.Now())
+		}
+	}
+	return nil
+}
+
+func direction(requests bool) string {
+	if requests {
+		return "upstream"
+	}
+	return "downstream"
 }
 
 func (l *embeddedLink) Reset() error {
@@ -325,6 +358,16 @@ func (l *remoteLink) Latency(latency, jitter time.Duration) error {
 		l.add(toxicLatDown, "latency", "downstream", half),
 	)
 }
+
+func (l *remoteLink) Hold(requests bool, d time.Duration) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.clear()
+	return l.add(toxicHold, "latency", direction(requests), toxiclient.Attributes{"latency": d.Milliseconds()})
+}
+
+// EndHold removes the delay: toxiproxy-server delivers what it holds at once.
+func (l *remoteLink) EndHold() error { return l.Heal() }
 
 func (l *remoteLink) Reset() error {
 	l.mu.Lock()

@@ -171,3 +171,75 @@ func TestOneWayLetsHandshakesThrough(t *testing.T) {
 		})
 	}
 }
+
+func embeddedLink(t *testing.T) (chaos.Link, *redis.Client) {
+	t.Helper()
+	srv := redistest.Start(t)
+	proxies := chaos.NewEmbedded(1)
+	t.Cleanup(func() { require.NoError(t, proxies.Close()) })
+	link, err := proxies.NewLink("i0", srv.Addr())
+	require.NoError(t, err)
+	direct := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { _ = direct.Close() })
+	return link, direct
+}
+
+func linkClient(t *testing.T, link chaos.Link, timeout time.Duration) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: link.Addr(), DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout,
+		ContextTimeoutEnabled: true, MaxRetries: -1})
+	t.Cleanup(func() { _ = c.Close() })
+	require.NoError(t, c.Ping(context.Background()).Err())
+	return c
+}
+
+// A held request lands after the client gave up on it, and a request sent on a fresh connection after
+// the hold ended overtakes it.
+func TestHeldRequestLandsAfterTheClientGaveUp(t *testing.T) {
+	link, direct := embeddedLink(t)
+	ctx := context.Background()
+	old := linkClient(t, link, 200*time.Millisecond)
+	const delay = 2 * time.Second
+
+	require.NoError(t, link.Hold(true, delay))
+	sent := time.Now()
+	err := old.Set(ctx, "k", "old", 0).Err()
+	require.Error(t, err, "the client must give up before the request lands")
+	require.NoError(t, link.EndHold())
+	if time.Since(sent) < delay-500*time.Millisecond {
+		require.Equal(t, int64(0), direct.Exists(ctx, "k").Val(), "the request must still be on the wire")
+	}
+
+	fresh := linkClient(t, link, time.Second)
+	require.NoError(t, fresh.Set(ctx, "k", "new", 0).Err(), "after the hold ends, a new connection is not held")
+	require.Eventually(t, func() bool { return direct.Get(ctx, "k").Val() == "old" }, 10*time.Second, 10*time.Millisecond,
+		"the held request must land after the newer one")
+	require.GreaterOrEqual(t, time.Since(sent), delay-50*time.Millisecond, "it lands no earlier than its delay")
+	require.NoError(t, link.Heal())
+}
+
+// A held reply is delivered late: the command took effect at once, its reply comes after the delay.
+func TestHeldReplyIsDeliveredLate(t *testing.T) {
+	link, direct := embeddedLink(t)
+	ctx := context.Background()
+	c := linkClient(t, link, 10*time.Second)
+	const delay = time.Second
+
+	require.NoError(t, link.Hold(false, delay))
+	sent := time.Now()
+	done := make(chan error, 1)
+	go func() { done <- c.Set(ctx, "k", "v", 0).Err() }()
+	require.Eventually(t, func() bool { return direct.Get(ctx, "k").Val() == "v" }, 5*time.Second, 5*time.Millisecond,
+		"the request must take effect while its reply is held")
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the held reply never came")
+	}
+	require.GreaterOrEqual(t, time.Since(sent), delay-50*time.Millisecond, "the reply must come no earlier than its delay")
+	require.NoError(t, link.EndHold())
+	require.NoError(t, link.Heal())
+	start := time.Now()
+	require.NoError(t, c.Ping(ctx).Err())
+	require.Less(t, time.Since(start), delay, "a healed link is not held")
+}
