@@ -34,7 +34,8 @@ type Link interface {
 	Latency(latency, jitter time.Duration) error
 	// Hold delays one direction by d: requests (towards the backend) when requests is set, else
 	// replies. Each chunk is delivered d after it was sent; a connection's later data waits behind it.
-	Hold(requests bool, d time.Duration) error
+	// A non-empty match holds only the chunks that contain it (embedded links only).
+	Hold(requests bool, d time.Duration, match string) error
 	// EndHold stops holding data sent from now on. On embedded links what is already held is still
 	// delivered at its own time; a remote toxiproxy-server delivers it at once.
 	EndHold() error
@@ -190,11 +191,11 @@ func (l *embeddedLink) Latency(latency, jitter time.Duration) error {
 	)
 }
 
-func (l *embeddedLink) Hold(requests bool, d time.Duration) error {
+func (l *embeddedLink) Hold(requests bool, d time.Duration, match string) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.clear()
-	return l.addToxic(toxicHold, holdType, direction(requests), map[string]any{"delay": d.Milliseconds()})
+	return l.addToxic(toxicHold, holdType, direction(requests), map[string]any{"delay": d.Milliseconds(), "match": match})
 }
 
 func (l *embeddedLink) EndHold() error {
@@ -359,7 +360,10 @@ func (l *remoteLink) Latency(latency, jitter time.Duration) error {
 	)
 }
 
-func (l *remoteLink) Hold(requests bool, d time.Duration) error {
+func (l *remoteLink) Hold(requests bool, d time.Duration, match string) error {
+	if match != "" {
+		return fmt.Errorf("%w: a toxiproxy-server cannot hold only the data that matches %q; drop --toxiproxy", ErrUnsupported, match)
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.clear()

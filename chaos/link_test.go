@@ -200,7 +200,7 @@ func TestHeldRequestLandsAfterTheClientGaveUp(t *testing.T) {
 	old := linkClient(t, link, 200*time.Millisecond)
 	const delay = 2 * time.Second
 
-	require.NoError(t, link.Hold(true, delay))
+	require.NoError(t, link.Hold(true, delay, ""))
 	sent := time.Now()
 	err := old.Set(ctx, "k", "old", 0).Err()
 	require.Error(t, err, "the client must give up before the request lands")
@@ -224,7 +224,7 @@ func TestHeldReplyIsDeliveredLate(t *testing.T) {
 	c := linkClient(t, link, 10*time.Second)
 	const delay = time.Second
 
-	require.NoError(t, link.Hold(false, delay))
+	require.NoError(t, link.Hold(false, delay, ""))
 	sent := time.Now()
 	done := make(chan error, 1)
 	go func() { done <- c.Set(ctx, "k", "v", 0).Err() }()
@@ -242,4 +242,23 @@ func TestHeldReplyIsDeliveredLate(t *testing.T) {
 	start := time.Now()
 	require.NoError(t, c.Ping(ctx).Err())
 	require.Less(t, time.Since(start), delay, "a healed link is not held")
+}
+
+// With a match, only the requests that contain it are held; other connections flow.
+func TestHoldOnlyMatchingRequests(t *testing.T) {
+	link, direct := embeddedLink(t)
+	ctx := context.Background()
+	a := linkClient(t, link, 200*time.Millisecond)
+	b := linkClient(t, link, time.Second)
+	const delay = 2 * time.Second
+	require.NoError(t, link.Hold(true, delay, "held-key"))
+	sent := time.Now()
+	require.Error(t, a.Set(ctx, "held-key", "1", 0).Err())
+	require.NoError(t, b.Set(ctx, "free-key", "1", 0).Err(), "a request without the match is not held")
+	if time.Since(sent) < delay-500*time.Millisecond {
+		require.Equal(t, int64(0), direct.Exists(ctx, "held-key").Val(), "the matching request must still be on the wire")
+	}
+	require.Eventually(t, func() bool { return direct.Exists(ctx, "held-key").Val() == 1 }, 10*time.Second, 10*time.Millisecond)
+	require.GreaterOrEqual(t, time.Since(sent), delay-50*time.Millisecond)
+	require.NoError(t, link.Heal())
 }
