@@ -112,3 +112,42 @@ func TestServerBackendPersistence(t *testing.T) {
 	require.Equal(t, "none", e.Persistence())
 	require.NoError(t, e.Close())
 }
+
+// A schedule that restarts Redis from its files opens a server with that persistence, and refuses a
+// backend that cannot have it.
+func TestBackendForPersistenceFaults(t *testing.T) {
+	snap := chaos.Schedule{{At: time.Second, For: time.Second, Fault: chaos.RedisRestartFromSnapshot{}}}
+	aof := chaos.Schedule{{At: time.Second, Fault: chaos.RedisRestartAOF{}}}
+	for _, tc := range []struct {
+		spec string
+		s    chaos.Schedule
+		want string
+	}{
+		{"server", nil, "server"},
+		{"embedded", nil, "embedded"},
+		{"auto", snap, "server:rdb"},
+		{"", snap, "server:rdb"},
+		{"server", snap, "server:rdb"},
+		{"server:rdb", snap, "server:rdb"},
+		{"server", aof, "server:aof"},
+	} {
+		got, err := sim.BackendFor(tc.spec, tc.s)
+		require.NoError(t, err, tc.spec)
+		require.Equal(t, tc.want, got, tc.spec)
+	}
+	for _, tc := range []struct {
+		spec string
+		s    chaos.Schedule
+	}{{"embedded", snap}, {"server:aof", snap}, {"addr=127.0.0.1:6379", aof}, {"server", append(snap, aof...)}} {
+		_, err := sim.BackendFor(tc.spec, tc.s)
+		require.Error(t, err, tc.spec)
+	}
+	_, err := sim.BackendFor("embedded", snap)
+	require.ErrorContains(t, err, "--redis server:rdb")
+
+	sc := sim.Scenario{Name: "x", Instances: 1, Endpoints: 1, Duration: time.Minute, Steps: snap}
+	_, _, err = sim.Plan(sim.Options{System: sim.Naive{}, Scenario: sc, TimeScale: 1, Backend: "embedded"})
+	require.ErrorIs(t, err, sim.ErrOptions)
+	_, _, err = sim.Plan(sim.Options{System: sim.Naive{}, Scenario: sc, TimeScale: 1, Backend: "server"})
+	require.NoError(t, err)
+}
