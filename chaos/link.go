@@ -260,6 +260,10 @@ func (l *embeddedLink) Close() error {
 	if !l.killed {
 		l.p.Stop()
 	}
+	if l.oneWay != "" {
+		dropOneWay(l.oneWay)
+		l.oneWay = ""
+	}
 	return nil
 }
 
