@@ -25,10 +25,20 @@ type Link interface {
 	Addr() string
 	// Partition drops all data both ways; connections stay open and hang, as in a real partition.
 	Partition() error
-	// DropReplies lets requests reach the backend (and take effect) but drops every reply.
+	// DropReplies lets requests reach the backend (and take effect) but drops every reply. On embedded
+	// links, a Redis connection opened during the fault gets the replies to its handshake (HELLO,
+	// CLIENT ...), so a client's re-sends on fresh connections keep landing; a remote
+	// toxiproxy-server has no such toxic, and its one-way fault stops new connections at the handshake.
 	DropReplies() error
 	// Latency delays data both ways by latency ± jitter.
 	Latency(latency, jitter time.Duration) error
+	// Hold delays one direction by d: requests (towards the backend) when requests is set, else
+	// replies. Each chunk is delivered d after it was sent; a connection's later data waits behind it.
+	// A non-empty match holds only the chunks that contain it (embedded links only).
+	Hold(requests bool, d time.Duration, match string) error
+	// EndHold stops holding data sent from now on. On embedded links what is already held is still
+	// delivered at its own time; a remote toxiproxy-server delivers it at once.
+	EndHold() error
 	// Reset closes every open connection and accepts new ones at once; faults in force stay in force.
 	Reset() error
 	// Kill closes every connection and refuses new ones for good: the instance's process is gone.
@@ -54,6 +64,7 @@ const (
 	toxicDropDown = "tenure_drop_down"
 	toxicLatency  = "tenure_latency"
 	toxicLatDown  = "tenure_latency_down"
+	toxicHold     = "tenure_hold"
 )
 
 // Embedded runs toxiproxy proxies inside this process.
@@ -68,6 +79,8 @@ type Embedded struct {
 // NewEmbedded returns an in-process toxiproxy. seed drives the latency jitter.
 func NewEmbedded(seed int64) *Embedded {
 	registerSeededLatency()
+	registerOneWay()
+	registerHold()
 	m := toxiproxy.NewMetricsContainer(prometheus.NewRegistry())
 	return &Embedded{server: toxiproxy.NewServer(m, zerolog.Nop()), seed: seed}
 }
@@ -103,7 +116,9 @@ func (e *Embedded) Close() error {
 type embeddedLink struct {
 	mu     sync.Mutex
 	p      *toxiproxy.Proxy
-	seed   int64 // jitter seed of this link
+	seed   int64  // jitter seed of this link
+	faults int    // one-way faults applied so far, to name their toxic groups
+	oneWay string // the toxic group of the one-way fault in force, if any
 	killed bool
 	closed bool
 }
@@ -122,10 +137,14 @@ func (l *embeddedLink) addToxic(name, typ, stream string, attrs map[string]any) 
 }
 
 func (l *embeddedLink) clear() {
-	for _, name := range []string{toxicDropUp, toxicDropDown, toxicLatency, toxicLatDown} {
+	for _, name := range []string{toxicDropUp, toxicDropDown, toxicLatency, toxicLatDown, toxicHold} {
 		if l.p.Toxics.GetToxic(name) != nil {
 			_ = l.p.Toxics.RemoveToxic(context.Background(), name)
 		}
+	}
+	if l.oneWay != "" {
+		dropOneWay(l.oneWay)
+		l.oneWay = ""
 	}
 }
 
@@ -139,11 +158,23 @@ func (l *embeddedLink) Partition() error {
 	)
 }
 
+// DropReplies lets the handshake of each new connection through (see oneWay), so that a client's
+// retries on fresh connections keep landing while every reply to a command is lost.
 func (l *embeddedLink) DropReplies() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.clear()
-	return l.addToxic(toxicDropDown, "timeout", "downstream", map[string]any{"timeout": 0})
+	l.faults++
+	group := fmt.Sprintf("%s#%d", l.p.Name, l.faults)
+	l.oneWay = group
+	// The reply side first, then the request side, then arm: a connection accepted before both are in
+	// place counts as an old one and loses every reply (see oneWay).
+	err := errors.Join(
+		l.addToxic(toxicDropDown, oneWayType, "downstream", map[string]any{"group": group}),
+		l.addToxic(toxicDropUp, oneWayType, "upstream", map[string]any{"group": group, "requests": true}),
+	)
+	armOneWay(group)
+	return err
 }
 
 func (l *embeddedLink) Latency(latency, jitter time.Duration) error {
@@ -158,6 +189,31 @@ func (l *embeddedLink) Latency(latency, jitter time.Duration) error {
 		l.addToxic(toxicLatency, seededLatencyType, "upstream", attrs(l.seed)),
 		l.addToxic(toxicLatDown, seededLatencyType, "downstream", attrs(l.seed+1)),
 	)
+}
+
+func (l *embeddedLink) Hold(requests bool, d time.Duration, match string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.clear()
+	return l.addToxic(toxicHold, holdType, direction(requests), map[string]any{"delay": d.Milliseconds(), "match": match})
+}
+
+func (l *embeddedLink) EndHold() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if w := l.p.Toxics.GetToxic(toxicHold); w != nil {
+		if h, ok := w.Toxic.(*hold); ok {
+			h.end(time.Now())
+		}
+	}
+	return nil
+}
+
+func direction(requests bool) string {
+	if requests {
+		return "upstream"
+	}
+	return "downstream"
 }
 
 func (l *embeddedLink) Reset() error {
@@ -203,6 +259,10 @@ func (l *embeddedLink) Close() error {
 	l.closed = true
 	if !l.killed {
 		l.p.Stop()
+	}
+	if l.oneWay != "" {
+		dropOneWay(l.oneWay)
+		l.oneWay = ""
 	}
 	return nil
 }
@@ -303,6 +363,19 @@ func (l *remoteLink) Latency(latency, jitter time.Duration) error {
 		l.add(toxicLatDown, "latency", "downstream", half),
 	)
 }
+
+func (l *remoteLink) Hold(requests bool, d time.Duration, match string) error {
+	if match != "" {
+		return fmt.Errorf("%w: a toxiproxy-server cannot hold only the data that matches %q; drop --toxiproxy", ErrUnsupported, match)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.clear()
+	return l.add(toxicHold, "latency", direction(requests), toxiclient.Attributes{"latency": d.Milliseconds()})
+}
+
+// EndHold removes the delay: toxiproxy-server delivers what it holds at once.
+func (l *remoteLink) EndHold() error { return l.Heal() }
 
 func (l *remoteLink) Reset() error {
 	l.mu.Lock()

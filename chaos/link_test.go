@@ -131,3 +131,134 @@ func exerciseLink(t *testing.T, link chaos.Link, redisAddr string) {
 		require.Error(t, viaLink.Ping(ctx).Err())
 	})
 }
+
+// During a one-way partition a connection opened after the fault began completes its handshake, so its
+// command reaches Redis and takes effect, while the command's reply is lost.
+func TestOneWayLetsHandshakesThrough(t *testing.T) {
+	srv := redistest.Start(t)
+	proxies := chaos.NewEmbedded(1)
+	t.Cleanup(func() { require.NoError(t, proxies.Close()) })
+	link, err := proxies.NewLink("i0", srv.Addr())
+	require.NoError(t, err)
+	direct := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { _ = direct.Close() })
+	ctx := context.Background()
+
+	// The harness's client options (sim), with retries: each retry dials or reuses a connection.
+	for _, retries := range []int{-1, 3} {
+		t.Run(fmt.Sprintf("retries=%d", retries), func(t *testing.T) {
+			require.NoError(t, link.DropReplies())
+			t.Cleanup(func() { _ = link.Heal() })
+			timeout := 300 * time.Millisecond
+			c := redis.NewClient(&redis.Options{Addr: link.Addr(), DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout,
+				ContextTimeoutEnabled: true, PoolSize: 8, MaxRetries: retries})
+			t.Cleanup(func() { _ = c.Close() })
+			key := fmt.Sprintf("fresh-%d", retries)
+			err := c.Incr(ctx, key).Err()
+			require.Error(t, err, "the reply must be lost")
+			var ne interface{ Timeout() bool }
+			require.ErrorAs(t, err, &ne, "the client must see a timeout, not a refused handshake")
+			require.True(t, ne.Timeout())
+			want := "1"
+			if retries > 0 {
+				// Every re-send landed: the handshake of each fresh connection went through.
+				want = strconv.Itoa(retries + 1)
+			}
+			require.Eventually(t, func() bool { return direct.Get(ctx, key).Val() == want }, 2*time.Second, 10*time.Millisecond,
+				"each request must have taken effect (got %q)", direct.Get(ctx, key).Val())
+			require.NoError(t, link.Heal())
+			require.Eventually(t, func() bool { return c.Ping(ctx).Err() == nil }, 5*time.Second, 20*time.Millisecond)
+		})
+	}
+}
+
+func embeddedLink(t *testing.T) (chaos.Link, *redis.Client) {
+	t.Helper()
+	srv := redistest.Start(t)
+	proxies := chaos.NewEmbedded(1)
+	t.Cleanup(func() { require.NoError(t, proxies.Close()) })
+	link, err := proxies.NewLink("i0", srv.Addr())
+	require.NoError(t, err)
+	direct := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { _ = direct.Close() })
+	return link, direct
+}
+
+func linkClient(t *testing.T, link chaos.Link, timeout time.Duration) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: link.Addr(), DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout,
+		ContextTimeoutEnabled: true, MaxRetries: -1})
+	t.Cleanup(func() { _ = c.Close() })
+	require.NoError(t, c.Ping(context.Background()).Err())
+	return c
+}
+
+// A held request lands after the client gave up on it, and a request sent on a fresh connection after
+// the hold ended overtakes it.
+func TestHeldRequestLandsAfterTheClientGaveUp(t *testing.T) {
+	link, direct := embeddedLink(t)
+	ctx := context.Background()
+	old := linkClient(t, link, 200*time.Millisecond)
+	const delay = 2 * time.Second
+
+	require.NoError(t, link.Hold(true, delay, ""))
+	sent := time.Now()
+	err := old.Set(ctx, "k", "old", 0).Err()
+	require.Error(t, err, "the client must give up before the request lands")
+	require.NoError(t, link.EndHold())
+	if time.Since(sent) < delay-500*time.Millisecond {
+		require.Equal(t, int64(0), direct.Exists(ctx, "k").Val(), "the request must still be on the wire")
+	}
+
+	fresh := linkClient(t, link, time.Second)
+	require.NoError(t, fresh.Set(ctx, "k", "new", 0).Err(), "after the hold ends, a new connection is not held")
+	require.Eventually(t, func() bool { return direct.Get(ctx, "k").Val() == "old" }, 10*time.Second, 10*time.Millisecond,
+		"the held request must land after the newer one")
+	require.GreaterOrEqual(t, time.Since(sent), delay-50*time.Millisecond, "it lands no earlier than its delay")
+	require.NoError(t, link.Heal())
+}
+
+// A held reply is delivered late: the command took effect at once, its reply comes after the delay.
+func TestHeldReplyIsDeliveredLate(t *testing.T) {
+	link, direct := embeddedLink(t)
+	ctx := context.Background()
+	c := linkClient(t, link, 10*time.Second)
+	const delay = time.Second
+
+	require.NoError(t, link.Hold(false, delay, ""))
+	sent := time.Now()
+	done := make(chan error, 1)
+	go func() { done <- c.Set(ctx, "k", "v", 0).Err() }()
+	require.Eventually(t, func() bool { return direct.Get(ctx, "k").Val() == "v" }, 5*time.Second, 5*time.Millisecond,
+		"the request must take effect while its reply is held")
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the held reply never came")
+	}
+	require.GreaterOrEqual(t, time.Since(sent), delay-50*time.Millisecond, "the reply must come no earlier than its delay")
+	require.NoError(t, link.EndHold())
+	require.NoError(t, link.Heal())
+	start := time.Now()
+	require.NoError(t, c.Ping(ctx).Err())
+	require.Less(t, time.Since(start), delay, "a healed link is not held")
+}
+
+// With a match, only the requests that contain it are held; other connections flow.
+func TestHoldOnlyMatchingRequests(t *testing.T) {
+	link, direct := embeddedLink(t)
+	ctx := context.Background()
+	a := linkClient(t, link, 200*time.Millisecond)
+	b := linkClient(t, link, time.Second)
+	const delay = 2 * time.Second
+	require.NoError(t, link.Hold(true, delay, "held-key"))
+	sent := time.Now()
+	require.Error(t, a.Set(ctx, "held-key", "1", 0).Err())
+	require.NoError(t, b.Set(ctx, "free-key", "1", 0).Err(), "a request without the match is not held")
+	if time.Since(sent) < delay-500*time.Millisecond {
+		require.Equal(t, int64(0), direct.Exists(ctx, "held-key").Val(), "the matching request must still be on the wire")
+	}
+	require.Eventually(t, func() bool { return direct.Exists(ctx, "held-key").Val() == 1 }, 10*time.Second, 10*time.Millisecond)
+	require.GreaterOrEqual(t, time.Since(sent), delay-50*time.Millisecond)
+	require.NoError(t, link.Heal())
+}

@@ -8,6 +8,9 @@ import (
 // Partition cuts the instance in Slot off from the backend for the step's duration. Both ways by
 // default: nothing passes, connections hang. With OneWay, requests still arrive and take effect but
 // every reply is lost — the case where a client's automatic retry re-sends a command that already ran.
+// A connection opened during a one-way partition still gets the replies to its handshake (see
+// Link.DropReplies), so re-sends on fresh connections keep landing, as they would on a real network
+// that loses only one direction.
 type Partition struct {
 	Slot int `json:"slot"`
 	// Of, when set, targets the instance holding this endpoint (or leading this role) instead of Slot.

@@ -8,7 +8,9 @@ import (
 // RedisRestart kills the backend and brings it back empty after the step's duration (at once when the
 // duration is zero): a Redis without persistence that crashed and restarted. Every lease is forgotten
 // while old holders may still be inside their local deadlines. The session owner's data is written
-// again when the backend returns, as the application that owns sessions would.
+// again when the backend returns, as the application that owns sessions would. On a backend with
+// persistence the restart is still empty: its files are removed first (RedisRestartFromSnapshot and
+// RedisRestartAOF restart from them).
 type RedisRestart struct{}
 
 // Name implements Fault.

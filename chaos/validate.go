@@ -48,6 +48,10 @@ func Validate(s Schedule, instances int, sessions []string) error {
 			err = slot(st, f.Slot, f.Of)
 		case ConnReset:
 			err = slot(st, f.Slot, f.Of)
+		case SlowRequests:
+			err = slot(st, f.Slot, f.Of)
+		case SlowReplies:
+			err = slot(st, f.Slot, f.Of)
 		case Drift:
 			err = slot(st, f.Slot, "")
 		case Latency:

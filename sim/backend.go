@@ -27,17 +27,23 @@ type Backend interface {
 	// Shared reports whether the backend holds data that is not the run's (an external address): the
 	// run then namespaces its keys and never flushes.
 	Shared() bool
+	// Persistence is what the backend keeps across a restart: "none", "rdb" or "aof". An external or
+	// container Redis reports "none": the harness never restarts it, so its files never matter.
+	Persistence() string
 	// Close stops the backend if the run started it.
 	Close() error
 }
 
 // ErrBackendSpec is returned for a --redis value that is not understood.
-var ErrBackendSpec = errors.New("sim: unknown backend: use auto, server, embedded, addr=HOST:PORT or container")
+var ErrBackendSpec = errors.New("sim: unknown backend: use auto, server, embedded, server:rdb, server:aof, addr=HOST:PORT or container")
 
 // OpenBackend starts or connects to the backend named by spec:
 //
 //	auto       a private redis-server when the binary exists, else embedded
-//	server     a private redis-server on a free loopback port (killable, pausable, restartable)
+//	server     a private redis-server on a free loopback port (killable, pausable, restartable),
+//	           without persistence; server:none is the same
+//	server:rdb the same with RDB snapshots (redis-server's default save points, and SAVE on demand)
+//	server:aof the same with an append-only file fsynced every second (appendfsync everysec)
 //	embedded   miniredis in this process, its TTLs advanced in real time
 //	addr=H:P   an external Redis; never flushed, keys namespaced by run
 //	container  redis in a container via testcontainers-go (needs a Docker engine)
@@ -48,8 +54,12 @@ func OpenBackend(ctx context.Context, spec string) (Backend, error) {
 			return openServer(ctx)
 		}
 		return openEmbedded()
-	case spec == "server":
-		return openServer(ctx)
+	case spec == "server" || strings.HasPrefix(spec, "server:"):
+		p, err := serverPersistence(spec)
+		if err != nil {
+			return nil, err
+		}
+		return openServerWith(ctx, p)
 	case spec == "embedded":
 		return openEmbedded()
 	case strings.HasPrefix(spec, "addr="):
@@ -69,6 +79,9 @@ func CheckBackendSpec(spec string) error {
 	switch {
 	case spec == "" || spec == "auto" || spec == "server" || spec == "embedded" || spec == "container":
 		return nil
+	case strings.HasPrefix(spec, "server:"):
+		_, err := serverPersistence(spec)
+		return err
 	case strings.HasPrefix(spec, "addr="):
 		addr := strings.TrimPrefix(spec, "addr=")
 		if addr == "" || !strings.Contains(addr, ":") {
@@ -79,6 +92,19 @@ func CheckBackendSpec(spec string) error {
 	return fmt.Errorf("%w (got %q)", ErrBackendSpec, spec)
 }
 
+// serverPersistence reads the persistence of a "server" or "server:MODE" spec.
+func serverPersistence(spec string) (string, error) {
+	mode, ok := strings.CutPrefix(spec, "server:")
+	if !ok {
+		return redisserver.PersistNone, nil
+	}
+	if mode == "" || redisserver.CheckPersistence(mode) != nil {
+		return "", fmt.Errorf("sim: --redis %q: unknown persistence %q (valid: server:%s)", spec, mode,
+			strings.Join(redisserver.PersistenceModes, ", server:"))
+	}
+	return mode, nil
+}
+
 // serverBackend is a private redis-server.
 type serverBackend struct {
 	s       *redisserver.Server
@@ -86,7 +112,11 @@ type serverBackend struct {
 }
 
 func openServer(ctx context.Context) (Backend, error) {
-	s, err := redisserver.Start(redisserver.Options{})
+	return openServerWith(ctx, redisserver.PersistNone)
+}
+
+func openServerWith(ctx context.Context, persistence string) (Backend, error) {
+	s, err := redisserver.Start(redisserver.Options{Persistence: persistence})
 	if err != nil {
 		if errors.Is(err, redisserver.ErrNoBinary) {
 			return nil, fmt.Errorf("sim: --redis server needs redis-server: install it (Debian/Ubuntu: apt-get install redis-server; macOS: brew install redis) or use --redis embedded: %w", err)
@@ -99,8 +129,16 @@ func openServer(ctx context.Context) (Backend, error) {
 
 func (b *serverBackend) Addr() string { return b.s.Addr() }
 func (b *serverBackend) Describe() string {
+	if p := b.s.Persistence(); p != redisserver.PersistNone {
+		return fmt.Sprintf("%s (private, %s, persistence %s)", b.version, b.s.Addr(), p)
+	}
 	return fmt.Sprintf("%s (private, %s)", b.version, b.s.Addr())
 }
+func (b *serverBackend) Persistence() string { return b.s.Persistence() }
+
+// Save and Reload implement chaos.PersistentBackend.
+func (b *serverBackend) Save() error    { return b.s.Save() }
+func (b *serverBackend) Reload() error  { return b.s.Reload() }
 func (b *serverBackend) Shared() bool   { return false }
 func (b *serverBackend) Kill() error    { return b.s.Kill() }
 func (b *serverBackend) Start() error   { return b.s.Start() }
@@ -150,6 +188,9 @@ func (b *embeddedBackend) tick() {
 func (b *embeddedBackend) Addr() string     { return b.m.Addr() }
 func (b *embeddedBackend) Describe() string { return "miniredis (embedded, " + b.m.Addr() + ")" }
 func (b *embeddedBackend) Shared() bool     { return false }
+func (b *embeddedBackend) Persistence() string {
+	return redisserver.PersistNone
+}
 
 // Kill drops the data and stops answering; Start and Restart bring it back empty on the same port.
 func (b *embeddedBackend) Kill() error {
@@ -216,7 +257,10 @@ type externalBackend struct {
 func (b *externalBackend) Addr() string     { return b.addr }
 func (b *externalBackend) Describe() string { return "external Redis at " + b.addr }
 func (b *externalBackend) Shared() bool     { return true }
-func (b *externalBackend) Close() error     { return nil }
+func (b *externalBackend) Persistence() string {
+	return redisserver.PersistNone
+}
+func (b *externalBackend) Close() error { return nil }
 
 // containerBackend is Redis in a container started through testcontainers-go.
 type containerBackend struct {
@@ -267,4 +311,38 @@ func openContainer(ctx context.Context) (b Backend, err error) {
 func (b *containerBackend) Addr() string     { return b.addr }
 func (b *containerBackend) Describe() string { return "redis:7-alpine container at " + b.addr }
 func (b *containerBackend) Shared() bool     { return false }
-func (b *containerBackend) Close() error     { return b.c.Terminate(context.Background()) }
+func (b *containerBackend) Persistence() string {
+	return redisserver.PersistNone
+}
+func (b *containerBackend) Close() error { return b.c.Terminate(context.Background()) }
+
+// BackendFor returns the backend spec a run with schedule s opens: a schedule with a persistence fault
+// (chaos.RedisRestartFromSnapshot, chaos.RedisRestartAOF) needs a private server with that persistence,
+// so "auto" and "server" become "server:rdb" or "server:aof". A spec that names another backend or
+// persistence is an error that says what the schedule needs.
+func BackendFor(spec string, s chaos.Schedule) (string, error) {
+	need := ""
+	for _, st := range s {
+		var p string
+		switch st.Fault.(type) {
+		case chaos.RedisRestartFromSnapshot:
+			p = redisserver.PersistRDB
+		case chaos.RedisRestartAOF:
+			p = redisserver.PersistAOF
+		default:
+			continue
+		}
+		if need != "" && need != p {
+			return "", fmt.Errorf("sim: the schedule needs both %s and %s persistence; a run has one backend", need, p)
+		}
+		need = p
+	}
+	if need == "" {
+		return spec, nil
+	}
+	switch spec {
+	case "", "auto", "server", "server:" + need:
+		return "server:" + need, nil
+	}
+	return "", fmt.Errorf("sim: the schedule restarts Redis from its %s files, which needs --redis server:%s (or server, auto), not %q", need, need, spec)
+}

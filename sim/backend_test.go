@@ -2,12 +2,15 @@ package sim_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tenurelabs/tenure/chaos"
+	"github.com/tenurelabs/tenure/internal/redisserver"
 	"github.com/tenurelabs/tenure/internal/redistest"
 	"github.com/tenurelabs/tenure/sim"
 )
@@ -29,10 +32,11 @@ func TestContainerBackendWithoutDockerFailsClearly(t *testing.T) {
 }
 
 func TestBackendSpecs(t *testing.T) {
-	for _, bad := range []string{"bogus", "addr=", "addr=nohostport"} {
+	for _, bad := range []string{"bogus", "addr=", "addr=nohostport", "server:", "server:fsync", "embedded:rdb"} {
 		require.Error(t, sim.CheckBackendSpec(bad), bad)
 	}
-	for _, good := range []string{"", "auto", "server", "embedded", "container", "addr=127.0.0.1:6379"} {
+	require.ErrorContains(t, sim.CheckBackendSpec("server:fsync"), "valid: server:none, server:rdb, server:aof")
+	for _, good := range []string{"", "auto", "server", "server:none", "server:rdb", "server:aof", "embedded", "container", "addr=127.0.0.1:6379"} {
 		require.NoError(t, sim.CheckBackendSpec(good), good)
 	}
 }
@@ -77,4 +81,73 @@ func TestServerBackendWithoutBinarySaysHowToInstall(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
 	_, err := sim.OpenBackend(context.Background(), "server")
 	require.ErrorContains(t, err, "apt-get install redis-server")
+}
+
+// A persistent server backend says so, and reloads its snapshot through chaos.PersistentBackend.
+func TestServerBackendPersistence(t *testing.T) {
+	ctx := context.Background()
+	for spec, want := range map[string]string{"server": "none", "server:rdb": "rdb", "server:aof": "aof"} {
+		b, err := sim.OpenBackend(ctx, spec)
+		if errors.Is(err, redisserver.ErrNoBinary) && !redistest.Required() {
+			t.Skip(err)
+		}
+		require.NoError(t, err)
+		require.Equal(t, want, b.Persistence(), spec)
+		pb, ok := b.(chaos.PersistentBackend)
+		require.True(t, ok, spec)
+		if want == "rdb" {
+			c := redis.NewClient(&redis.Options{Addr: b.Addr()})
+			require.NoError(t, c.Set(ctx, "k", "v", 0).Err())
+			require.NoError(t, pb.Save())
+			require.NoError(t, c.Set(ctx, "later", "v", 0).Err())
+			require.NoError(t, pb.Reload())
+			require.Eventually(t, func() bool { return c.Get(ctx, "k").Val() == "v" }, 10*time.Second, 20*time.Millisecond)
+			require.Equal(t, int64(0), c.Exists(ctx, "later").Val())
+			_ = c.Close()
+		}
+		require.NoError(t, b.Close())
+	}
+	e, err := sim.OpenBackend(ctx, "embedded")
+	require.NoError(t, err)
+	require.Equal(t, "none", e.Persistence())
+	require.NoError(t, e.Close())
+}
+
+// A schedule that restarts Redis from its files opens a server with that persistence, and refuses a
+// backend that cannot have it.
+func TestBackendForPersistenceFaults(t *testing.T) {
+	snap := chaos.Schedule{{At: time.Second, For: time.Second, Fault: chaos.RedisRestartFromSnapshot{}}}
+	aof := chaos.Schedule{{At: time.Second, Fault: chaos.RedisRestartAOF{}}}
+	for _, tc := range []struct {
+		spec string
+		s    chaos.Schedule
+		want string
+	}{
+		{"server", nil, "server"},
+		{"embedded", nil, "embedded"},
+		{"auto", snap, "server:rdb"},
+		{"", snap, "server:rdb"},
+		{"server", snap, "server:rdb"},
+		{"server:rdb", snap, "server:rdb"},
+		{"server", aof, "server:aof"},
+	} {
+		got, err := sim.BackendFor(tc.spec, tc.s)
+		require.NoError(t, err, tc.spec)
+		require.Equal(t, tc.want, got, tc.spec)
+	}
+	for _, tc := range []struct {
+		spec string
+		s    chaos.Schedule
+	}{{"embedded", snap}, {"server:aof", snap}, {"addr=127.0.0.1:6379", aof}, {"server", append(snap, aof...)}} {
+		_, err := sim.BackendFor(tc.spec, tc.s)
+		require.Error(t, err, tc.spec)
+	}
+	_, err := sim.BackendFor("embedded", snap)
+	require.ErrorContains(t, err, "--redis server:rdb")
+
+	sc := sim.Scenario{Name: "x", Instances: 1, Endpoints: 1, Duration: time.Minute, Steps: snap}
+	_, _, err = sim.Plan(sim.Options{System: sim.Naive{}, Scenario: sc, TimeScale: 1, Backend: "embedded"})
+	require.ErrorIs(t, err, sim.ErrOptions)
+	_, _, err = sim.Plan(sim.Options{System: sim.Naive{}, Scenario: sc, TimeScale: 1, Backend: "server"})
+	require.NoError(t, err)
 }

@@ -10,6 +10,7 @@ import (
 	"math"
 	"math/rand"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -156,11 +157,15 @@ func plan(o Options) (planned, error) {
 	if err := chaos.Validate(steps, sc.Instances, sessions); err != nil {
 		return p, fmt.Errorf("%w: scenario %s: %v", ErrOptions, sc.Name, err)
 	}
-	if err := CheckBackendSpec(o.Backend); err != nil {
+	backendSpec, err := BackendFor(o.Backend, steps)
+	if err != nil {
+		return p, fmt.Errorf("%w: scenario %s: %v", ErrOptions, sc.Name, err)
+	}
+	if err := CheckBackendSpec(backendSpec); err != nil {
 		return p, fmt.Errorf("%w: %v", ErrOptions, err)
 	}
 	if kill, pause := needsControl(steps); kill || pause {
-		if why := lacksControl(o.Backend, pause); why != "" {
+		if why := lacksControl(backendSpec, pause); why != "" {
 			return p, fmt.Errorf("%w: scenario %s needs to kill or pause Redis, which %s; use --redis server", chaos.ErrUnsupported, sc.Name, why)
 		}
 	}
@@ -195,7 +200,7 @@ func (o Options) effectiveScenario() Scenario {
 func needsControl(s chaos.Schedule) (kill, pause bool) {
 	for _, st := range s {
 		switch st.Fault.(type) {
-		case chaos.RedisRestart:
+		case chaos.RedisRestart, chaos.RedisRestartFromSnapshot, chaos.RedisRestartAOF:
 			kill = true
 		case chaos.RedisPause:
 			pause = true
@@ -214,7 +219,7 @@ func lacksControl(spec string, pause bool) string {
 		spec = "embedded"
 	}
 	switch {
-	case spec == "server":
+	case spec == "server" || strings.HasPrefix(spec, "server:"):
 		return ""
 	case spec == "embedded" && pause:
 		return "the embedded Redis (chosen because no redis-server is installed, or asked for) cannot pause"
@@ -239,7 +244,11 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	res.Schedule = schedule
 	sc := o.effectiveScenario()
 
-	backend, err := OpenBackend(ctx, o.Backend)
+	spec, err := BackendFor(o.Backend, schedule)
+	if err != nil {
+		return res, err
+	}
+	backend, err := OpenBackend(ctx, spec)
 	if err != nil {
 		return res, err
 	}

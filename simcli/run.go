@@ -77,7 +77,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 		f.timeScale, f.timeScaleSet = v, true
 		return nil
 	})
-	fs.StringVar(&f.redis, "redis", "auto", "backend: auto, server, embedded, addr=HOST:PORT or container")
+	fs.StringVar(&f.redis, "redis", "auto", "backend: auto, server, embedded, addr=HOST:PORT or container; server:rdb or server:aof for a private server with persistence")
 	fs.StringVar(&f.out, "out", "", "output directory (default ./simrun-out/<time>-<name>-<seed>)")
 	fs.StringVar(&f.system, "system", "reference", "system under test (see simrun list)")
 	fs.StringVar(&f.toxiproxy, "toxiproxy", "", "URL of an external toxiproxy-server (default: embedded)")

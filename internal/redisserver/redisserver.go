@@ -1,7 +1,8 @@
 // Package redisserver starts a private redis-server for tests and for the harness: on a free loopback port,
-// in its own temporary directory, with persistence off, dying with its parent. The server can be stopped,
-// killed, paused (SIGSTOP), resumed and restarted on the same port with an empty dataset: the faults the
-// harness injects.
+// in its own temporary directory, dying with its parent. Persistence is off unless asked for (RDB
+// snapshots or an AOF fsynced every second). The server can be stopped, killed, paused (SIGSTOP),
+// resumed, restarted on the same port with an empty dataset, and (with persistence) killed and started
+// again loading what its files hold: the faults the harness injects.
 package redisserver
 
 import (
@@ -33,7 +34,38 @@ type Options struct {
 	StartTimeout time.Duration
 	// Args are extra arguments appended to the command line (e.g. "--maxmemory", "10mb").
 	Args []string
+	// Persistence is what the server keeps on disk: "none" (the default when empty), "rdb" (snapshots
+	// at redis-server's default save points, and on SAVE) or "aof" (an append-only file fsynced every
+	// second, as appendfsync everysec).
+	Persistence string
 }
+
+// Persistence modes a server can run with.
+const (
+	PersistNone = "none"
+	PersistRDB  = "rdb"
+	PersistAOF  = "aof"
+)
+
+// PersistenceModes lists the valid values of Options.Persistence.
+var PersistenceModes = []string{PersistNone, PersistRDB, PersistAOF}
+
+// CheckPersistence reports whether mode is a valid Options.Persistence ("" counts as none).
+func CheckPersistence(mode string) error {
+	switch mode {
+	case "", PersistNone, PersistRDB, PersistAOF:
+		return nil
+	}
+	return fmt.Errorf("redisserver: unknown persistence %q (valid: %s)", mode, strings.Join(PersistenceModes, ", "))
+}
+
+// File names inside the server's directory. A restart that loads data uses the same directory and
+// names, so it loads exactly what a real Redis restarted with the same configuration would.
+const (
+	rdbFile = "dump.rdb"
+	aofFile = "appendonly.aof"
+	aofDir  = "appendonlydir" // redis-server 7's default appenddirname
+)
 
 // Server is a running (or stopped) private redis-server.
 type Server struct {
@@ -67,6 +99,12 @@ func Start(opts Options) (*Server, error) {
 	}
 	if opts.StartTimeout <= 0 {
 		opts.StartTimeout = 10 * time.Second
+	}
+	if err := CheckPersistence(opts.Persistence); err != nil {
+		return nil, err
+	}
+	if opts.Persistence == "" {
+		opts.Persistence = PersistNone
 	}
 	dir, err := os.MkdirTemp("", "tenure-redis-")
 	if err != nil {
@@ -109,13 +147,22 @@ func (s *Server) launch() error {
 	args := []string{
 		"--port", strconv.Itoa(s.port),
 		"--bind", "127.0.0.1",
-		"--save", "",
-		"--appendonly", "no",
 		"--dir", s.dir,
+		"--dbfilename", rdbFile,
+		"--appendfilename", aofFile,
 		"--daemonize", "no",
 		"--protected-mode", "no",
 		"--loglevel", "warning",
 		"--logfile", filepath.Join(s.dir, "redis.log"),
+	}
+	switch s.opts.Persistence {
+	case PersistRDB:
+		// redis-server's own default save points.
+		args = append(args, "--save", "3600 1 300 100 60 10000", "--appendonly", "no")
+	case PersistAOF:
+		args = append(args, "--save", "", "--appendonly", "yes", "--appendfsync", "everysec")
+	default:
+		args = append(args, "--save", "", "--appendonly", "no")
 	}
 	args = append(args, s.opts.Args...)
 	cmd := exec.Command(s.bin, args...)
@@ -184,6 +231,9 @@ func ping(addr string, timeout time.Duration) error {
 
 // Addr returns host:port.
 func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
+
+// Dir is the server's working directory, where its RDB and AOF files live.
+func (s *Server) Dir() string { return s.dir }
 
 // Port returns the listening port.
 func (s *Server) Port() int { return s.port }
@@ -273,9 +323,40 @@ func (s *Server) end(sig syscall.Signal, grace time.Duration) error {
 	return nil
 }
 
+// Persistence returns what the server keeps on disk: "none", "rdb" or "aof".
+func (s *Server) Persistence() string { return s.opts.Persistence }
+
+// Save writes an RDB snapshot now (SAVE) and waits for it. A later Reload of an "rdb" server loads it.
+func (s *Server) Save() error {
+	c, err := net.DialTimeout("tcp", s.Addr(), 2*time.Second)
+	if err != nil {
+		return fmt.Errorf("redisserver: SAVE: %w", err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+	if _, err := c.Write([]byte("SAVE\r\n")); err != nil {
+		return fmt.Errorf("redisserver: SAVE: %w", err)
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return fmt.Errorf("redisserver: SAVE: %w", err)
+	}
+	if !strings.HasPrefix(line, "+OK") {
+		return fmt.Errorf("redisserver: SAVE: %s", strings.TrimSpace(line))
+	}
+	return nil
+}
+
 // Restart kills the server and starts a new one on the same port with an empty dataset, as after a crash
-// of a Redis without persistence.
-func (s *Server) Restart() error {
+// of a Redis without persistence: whatever files the server wrote are removed first.
+func (s *Server) Restart() error { return s.restart(true) }
+
+// Reload kills the server (SIGKILL, as a crash) and starts it again on the same port, in the same
+// directory with the same file names, so that it loads what its files hold: the AOF when persistence is
+// "aof", else the last RDB snapshot (none, on a server that never saved).
+func (s *Server) Reload() error { return s.restart(false) }
+
+func (s *Server) restart(empty bool) error {
 	s.mu.Lock()
 	closed := s.closed
 	s.mu.Unlock()
@@ -284,6 +365,13 @@ func (s *Server) Restart() error {
 	}
 	if err := s.Kill(); err != nil {
 		return err
+	}
+	if empty {
+		for _, f := range []string{rdbFile, aofFile, aofDir} {
+			if err := os.RemoveAll(filepath.Join(s.dir, f)); err != nil {
+				return fmt.Errorf("redisserver: remove %s: %w", f, err)
+			}
+		}
 	}
 	var err error
 	// The port can linger briefly after a kill; retry the bind for a short while.

@@ -2,12 +2,17 @@ package redisserver_test
 
 import (
 	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tenurelabs/tenure/internal/redisserver"
 	"github.com/tenurelabs/tenure/internal/redistest"
 )
 
@@ -49,4 +54,80 @@ func TestLifecycle(t *testing.T) {
 func TestTwoServersGetDistinctPorts(t *testing.T) {
 	a, b := redistest.Start(t), redistest.Start(t)
 	require.NotEqual(t, a.Port(), b.Port())
+}
+
+func startWith(t *testing.T, persistence string) *redisserver.Server {
+	t.Helper()
+	s, err := redisserver.Start(redisserver.Options{Persistence: persistence})
+	if errors.Is(err, redisserver.ErrNoBinary) && !redistest.Required() {
+		t.Skipf("real-Redis test skipped: %v", err)
+	}
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	require.Equal(t, persistence, s.Persistence())
+	return s
+}
+
+func client(t *testing.T, s *redisserver.Server) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1, ReadTimeout: 300 * time.Millisecond, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func up(t *testing.T, c *redis.Client) {
+	require.Eventually(t, func() bool { return c.Ping(context.Background()).Err() == nil }, 10*time.Second, 20*time.Millisecond)
+}
+
+// An RDB server reloads its last snapshot: what was written after the SAVE is lost, keys whose TTL ran
+// out meanwhile are gone, and an empty restart loads nothing.
+func TestRDBReloadLoadsTheSnapshot(t *testing.T) {
+	s := startWith(t, redisserver.PersistRDB)
+	c := client(t, s)
+	ctx := context.Background()
+	require.NoError(t, c.Set(ctx, "before", "1", 0).Err())
+	require.NoError(t, c.Set(ctx, "short", "1", 200*time.Millisecond).Err())
+	require.NoError(t, s.Save())
+	require.NoError(t, c.Set(ctx, "after", "1", 0).Err())
+	require.Eventually(t, func() bool { return c.Exists(ctx, "short").Val() == 0 }, 5*time.Second, 20*time.Millisecond)
+
+	require.NoError(t, s.Reload())
+	up(t, c)
+	require.Equal(t, "1", c.Get(ctx, "before").Val(), "the snapshot's keys come back")
+	require.Equal(t, int64(0), c.Exists(ctx, "after").Val(), "a write after the SAVE is lost")
+	require.Equal(t, int64(0), c.Exists(ctx, "short").Val(), "a key whose TTL ran out does not come back")
+
+	require.NoError(t, s.Restart())
+	up(t, c)
+	require.Equal(t, int64(0), c.DBSize(ctx).Val(), "Restart is empty whatever the files held")
+}
+
+// An AOF server reloads every write a kill -9 left in the file.
+func TestAOFReloadLoadsTheLog(t *testing.T) {
+	s := startWith(t, redisserver.PersistAOF)
+	c := client(t, s)
+	ctx := context.Background()
+	require.NoError(t, c.Set(ctx, "k", "v", time.Minute).Err())
+	// everysec may postpone the write to the file while an fsync is running: wait until it is there.
+	require.Eventually(t, func() bool {
+		files, _ := filepath.Glob(filepath.Join(s.Dir(), "appendonlydir", "*.incr.aof"))
+		for _, f := range files {
+			if b, _ := os.ReadFile(f); strings.Contains(string(b), "\r\nk\r\n") {
+				return true
+			}
+		}
+		return false
+	}, 10*time.Second, 20*time.Millisecond, "the AOF must hold the write")
+	require.NoError(t, s.Reload())
+	up(t, c)
+	require.Equal(t, "v", c.Get(ctx, "k").Val())
+	require.Greater(t, c.PTTL(ctx, "k").Val(), time.Duration(0), "the TTL survives")
+
+	require.NoError(t, s.Restart())
+	up(t, c)
+	require.Equal(t, int64(0), c.DBSize(ctx).Val(), "Restart is empty whatever the files held")
+}
+
+func TestUnknownPersistenceNamesTheValidOnes(t *testing.T) {
+	_, err := redisserver.Start(redisserver.Options{Persistence: "fsync"})
+	require.ErrorContains(t, err, `unknown persistence "fsync" (valid: none, rdb, aof)`)
 }

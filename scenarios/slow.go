@@ -1,0 +1,58 @@
+package scenarios
+
+import (
+	"time"
+
+	"github.com/tenurelabs/tenure/chaos"
+	"github.com/tenurelabs/tenure/sim"
+)
+
+// Scenarios of a slow link rather than a lost one: requests or replies of one instance held on the
+// wire past the TTL and delivered after the client gave up, so that a late renewal or release lands
+// after the lease changed hands; and of an assignment that flaps while a release is still on the wire.
+func init() {
+	const ms = time.Millisecond
+	// The reference's release call carries its announcement "release <instance> <endpoint>"; a system
+	// whose releases do not is held nothing by these steps, which then test only the handoff itself.
+	const releaseMatch = "release "
+	all = append(all,
+		sim.Scenario{
+			Name: "slow-renewal", Description: "A holder's requests are held on the wire for 1.5 TTL during 15 s: its renewals time out, its endpoints move, and the stale renewals land long after on leases that others hold.",
+			Instances: 3, Endpoints: 9, Duration: 160 * s,
+			Steps:  chaos.Schedule{{At: 60 * s, For: 15 * s, Fault: chaos.SlowRequests{Of: "ep-0", Delay: 45 * s}}},
+			Steady: w(140*s, 160*s), ExpectBalance: true,
+		},
+		sim.Scenario{
+			Name: "slow-replies", Description: "A holder's replies are held on the wire for 1.5 TTL during 15 s: its renewals take effect but their replies come after it gave up; it must not believe past its deadline.",
+			Instances: 3, Endpoints: 9, Duration: 160 * s,
+			Steps:  chaos.Schedule{{At: 60 * s, For: 15 * s, Fault: chaos.SlowReplies{Of: "ep-0", Delay: 45 * s}}},
+			Steady: w(140*s, 160*s), ExpectBalance: true,
+		},
+		sim.Scenario{
+			Name: "slow-release-handoff", Description: "A new instance joins while a holder's releases are held on the wire for 1.5 TTL: its handoff releases land 45 s late, after the new owner took the leases.",
+			Instances: 2, Endpoints: 10, Duration: 160 * s,
+			Steps: chaos.Schedule{
+				{At: 59 * s, For: 5 * s, Fault: chaos.SlowRequests{Slot: 0, Delay: 45 * s, Match: releaseMatch}},
+				{At: 60*s + 500*ms, Fault: chaos.Start{Count: 1}},
+			},
+			Steady: w(140*s, 160*s), ExpectBalance: true,
+		},
+		sim.Scenario{
+			// The new instance is preferred for endpoints of slot 0, whose handoff releases (sent at about
+			// 60.3 s) are held until about 105.3 s. It freezes as it starts, before it holds anything; its
+			// heartbeat expires and the endpoints return to slot 0, which acquires them again (about 98 s).
+			// The late releases land and delete those leases while slot 0 still believes; the new instance
+			// wakes just after (106 s), still preferring the endpoints, and takes them at once. A session
+			// flaps on top.
+			Name: "flapping-assignment", Description: "Endpoints move to a joining instance and back while their holder's handoff releases are held on the wire; the late releases must not delete the re-acquired leases.",
+			Instances: 2, Endpoints: 10, Duration: 170 * s,
+			Steps: chaos.Schedule{
+				{At: 59 * s, For: 5 * s, Fault: chaos.SlowRequests{Slot: 0, Delay: 45 * s, Match: releaseMatch}},
+				{At: 60*s + 200*ms, Fault: chaos.Start{Count: 1}},
+				{At: 60*s + 200*ms, For: 45*s + 800*ms, Fault: chaos.Pause{Slot: 2}},
+				{At: 120 * s, Fault: chaos.SessionChange{Change: "flap", ID: "ep-1"}},
+			},
+			Steady: w(150*s, 170*s), ExpectBalance: true,
+		},
+	)
+}
