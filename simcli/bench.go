@@ -59,6 +59,7 @@ func (b *benchFlags) flagSet() *flag.FlagSet {
 	fs.SetOutput(io.Discard) // errors are returned; --help is printed to stdout by benchCmd
 	fs.Usage = func() {}
 	b.registerCommon(fs)
+	fs.Lookup("time-scale").Usage = "multiply every spec duration (0.1 = ten times faster; default 0.1)"
 	b.runs = 5
 	fs.Func("runs", "number of seeds to run per scenario (default 5)", positiveInt(&b.runs))
 	fs.StringVar(&b.out, "out", "", "directory for the runs (default ./simrun-out/<time>-bench-<seed>); a run's directory is <scenario>-<seed>")
@@ -75,9 +76,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	names, err := parseInterleaved(fs, args)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, benchHelp)
-			fs.SetOutput(stdout)
-			fs.PrintDefaults()
+			printBenchHelp(stdout, fs)
 			return ExitOK, err
 		}
 		return ExitUsage, benchFlagError(fs, err)
@@ -140,6 +139,24 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		fmt.Fprintf(log, "some runs violated an invariant or could not be decided; their directories are kept under %s\n", base)
 	}
 	return code, nil
+}
+
+// printBenchHelp prints what bench measures and the flags it honours, spelled as they are given.
+func printBenchHelp(w io.Writer, fs *flag.FlagSet) {
+	fmt.Fprint(w, benchHelp)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fs.VisitAll(func(f *flag.Flag) {
+		arg := " VALUE"
+		if bf, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && bf.IsBoolFlag() {
+			arg = ""
+		}
+		usage := f.Usage
+		if f.DefValue != "" && f.DefValue != "false" {
+			usage += fmt.Sprintf(" (default %s)", f.DefValue)
+		}
+		fmt.Fprintf(tw, "  --%s%s\t%s\n", f.Name, arg, usage)
+	})
+	_ = tw.Flush()
 }
 
 // benchFlagError turns the flag package's complaint about a flag bench does not know into one that
@@ -346,7 +363,7 @@ func (f *benchFigures) summarise() {
 		mx := quantile(f.failovers, 1)
 		f.FailoverMaxms = msp(mx)
 		if f.LeaseTTLms > 0 {
-			r := ms(mx) / f.LeaseTTLms
+			r := math.Round(ms(mx)/f.LeaseTTLms*1e4) / 1e4
 			f.MaxOverTTL = &r
 		}
 	}
@@ -360,7 +377,8 @@ func (f *benchFigures) summarise() {
 			sum += r
 			mx = math.Max(mx, r)
 		}
-		mean := sum / float64(len(f.cmdRates))
+		mean := math.Round(sum/float64(len(f.cmdRates))*100) / 100
+		mx = math.Round(mx*100) / 100
 		f.CmdsPerInstPerRI, f.CmdsPerInstPerRIMax = &mean, &mx
 	}
 }
@@ -373,7 +391,8 @@ func quantile(ds []time.Duration, q float64) time.Duration {
 	return ds[max(0, min(i, len(ds)-1))]
 }
 
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+// ms is d in milliseconds, to the microsecond.
+func ms(d time.Duration) float64 { return float64(d.Round(time.Microsecond)) / float64(time.Millisecond) }
 
 func msp(d time.Duration) *float64 {
 	v := ms(d)
