@@ -96,6 +96,13 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	}
 	_, statErr := os.Stat(base)
 	baseCreated := os.IsNotExist(statErr)
+	for _, j := range jobs {
+		for i := 0; i < b.runs; i++ {
+			if _, err := os.Stat(runDir(base, j.opts.Scenario.Name, b.seed+int64(i))); err == nil {
+				return ExitUsage, fmt.Errorf("%w: %s already exists: give another --out", errUsage, runDir(base, j.opts.Scenario.Name, b.seed+int64(i)))
+			}
+		}
+	}
 
 	log := stdout
 	if b.json {
@@ -237,7 +244,7 @@ func benchScenario(ctx context.Context, b *benchFlags, j job, base string, log, 
 		o := j.opts
 		o.Seed = b.seed + int64(i)
 		o.Command = replay(o, b.runFlags)
-		dir := filepath.Join(base, fmt.Sprintf("%s-%d", o.Scenario.Name, o.Seed))
+		dir := runDir(base, o.Scenario.Name, o.Seed)
 		keep, err := benchRun(ctx, b, o, dir, &fg, log, stderr)
 		if keep {
 			kept++
@@ -250,6 +257,11 @@ func benchScenario(ctx context.Context, b *benchFlags, j job, base string, log, 
 	fg.summarise()
 	fg.PeakRSSBytes, fg.PeakRSSSrc = peakRSS(rssReset)
 	return fg, kept, nil
+}
+
+// runDir is where one seed of a scenario runs.
+func runDir(base, scenario string, seed int64) string {
+	return filepath.Join(base, fmt.Sprintf("%s-%d", scenario, seed))
 }
 
 // benchRun runs one seed of a scenario into dir, adds its measurements to fg, and reports whether dir
