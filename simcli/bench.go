@@ -404,7 +404,9 @@ func quantile(ds []time.Duration, q float64) time.Duration {
 }
 
 // ms is d in milliseconds, to the microsecond.
-func ms(d time.Duration) float64 { return float64(d.Round(time.Microsecond)) / float64(time.Millisecond) }
+func ms(d time.Duration) float64 {
+	return float64(d.Round(time.Microsecond)) / float64(time.Millisecond)
+}
 
 func msp(d time.Duration) *float64 {
 	v := ms(d)
