@@ -85,6 +85,13 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	if len(names) == 0 {
 		return ExitUsage, fmt.Errorf("%w: name at least one scenario to bench, e.g. simrun bench crash-failover (simrun list shows them)", errUsage)
 	}
+	seen := map[string]bool{}
+	for _, n := range names {
+		if seen[n] {
+			return ExitUsage, fmt.Errorf("%w: %s is named twice: each scenario already runs --runs times", errUsage, n)
+		}
+		seen[n] = true
+	}
 	jobs, _, err := plan(&b.runFlags, names)
 	if err != nil {
 		return ExitUsage, err

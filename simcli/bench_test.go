@@ -36,6 +36,12 @@ func TestBenchRefusesFlagsItDoesNotHonour(t *testing.T) {
 	code, _, stderr := run(t, "bench", "crash-failover", "--runs", "0", "--out", out)
 	require.Equal(t, simcli.ExitUsage, code)
 	require.Contains(t, stderr, "at least 1")
+	code, _, stderr = run(t, "bench", "crash-failover", "crash-failover", "--out", out)
+	require.Equal(t, simcli.ExitUsage, code)
+	require.Contains(t, stderr, "named twice")
+	code, _, stderr = run(t, "bench", "crash-failover", "--bogus", "--out", out)
+	require.Equal(t, simcli.ExitUsage, code)
+	require.Contains(t, stderr, "unknown flag --bogus")
 	_, err := os.Stat(out)
 	require.True(t, os.IsNotExist(err), "a refused bench must leave nothing behind")
 }
