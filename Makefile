@@ -26,10 +26,13 @@ suite: build
 	rm -rf simrun-out/ci
 	$(SIMRUN) run --suite ci --seed $(CI_SEED) --redis $(CI_REDIS) --quiet --out simrun-out/ci
 
-## bench: library and checker benchmarks, then failover figures from the harness
+## bench: library and checker benchmarks, then the harness's figures (failover, handoff, commands per
+##        renewal, peak memory) over seeds 1-5; the README's Performance table comes from the second part
+BENCH_SCENARIOS := crash-failover restart-new-id scale-down-3-to-2 voluntary-release \
+                   election-leader-crash-redis election-graceful-handoff-redis
 bench: build
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./lease/ ./checker/ ./reports/
-	$(SIMRUN) bench crash-failover --runs 5 --seed 1
+	$(SIMRUN) bench $(BENCH_SCENARIOS) --runs 5 --seed 1
 
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

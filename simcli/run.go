@@ -46,18 +46,17 @@ type runFlags struct {
 
 func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.suite, "suite", "", "run a suite: ci, quick, full or soak")
-	positive := func(dst *int) func(string) error {
-		return func(s string) error {
-			n, err := strconv.Atoi(s)
-			if err != nil || n < 1 {
-				return fmt.Errorf("want a whole number of at least 1, got %q", s)
-			}
-			*dst = n
-			return nil
-		}
-	}
-	fs.Func("instances", "override the scenario's initial fleet size", positive(&f.instances))
-	fs.Func("endpoints", "override the scenario's number of endpoints", positive(&f.endpoints))
+	f.registerCommon(fs)
+	fs.StringVar(&f.out, "out", "", "output directory (default ./simrun-out/<time>-<name>-<seed>)")
+	fs.DurationVar(&f.duration, "duration", 10*time.Minute, "soak suite: keep drawing new nemesis runs until this much time is spent")
+	fs.BoolVar(&f.quiet, "quiet", false, "no progress line")
+	fs.IntVar(&f.parallel, "parallel", 0, "run this many scenarios at once, each with its own Redis and proxies (default: the suite's, else 1)")
+}
+
+// registerCommon registers the flags that choose what one scenario run is: shared by run and bench.
+func (f *runFlags) registerCommon(fs *flag.FlagSet) {
+	fs.Func("instances", "override the scenario's initial fleet size", positiveInt(&f.instances))
+	fs.Func("endpoints", "override the scenario's number of endpoints", positiveInt(&f.endpoints))
 	fs.Func("seed", "seed for every random choice (default: drawn from the clock and printed)", func(s string) error {
 		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
@@ -78,13 +77,21 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 		return nil
 	})
 	fs.StringVar(&f.redis, "redis", "auto", "backend: auto, server, embedded, addr=HOST:PORT or container; server:rdb or server:aof for a private server with persistence")
-	fs.StringVar(&f.out, "out", "", "output directory (default ./simrun-out/<time>-<name>-<seed>)")
 	fs.StringVar(&f.system, "system", "reference", "system under test (see simrun list)")
 	fs.StringVar(&f.toxiproxy, "toxiproxy", "", "URL of an external toxiproxy-server (default: embedded)")
 	fs.StringVar(&f.postgres, "postgres", "", "PostgreSQL for the election-postgres scenarios (default: $TENURE_PG_URL, else "+sim.DefaultPostgresURL+")")
-	fs.DurationVar(&f.duration, "duration", 10*time.Minute, "soak suite: keep drawing new nemesis runs until this much time is spent")
-	fs.BoolVar(&f.quiet, "quiet", false, "no progress line")
-	fs.IntVar(&f.parallel, "parallel", 0, "run this many scenarios at once, each with its own Redis and proxies (default: the suite's, else 1)")
+}
+
+// positiveInt parses a flag value that must be a whole number of at least 1.
+func positiveInt(dst *int) func(string) error {
+	return func(s string) error {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			return fmt.Errorf("want a whole number of at least 1, got %q", s)
+		}
+		*dst = n
+		return nil
+	}
 }
 
 // parseInterleaved lets positional arguments and flags come in any order.
@@ -489,15 +496,23 @@ func judge(dir string, h history.History) (summaryRow, reports.SuiteEntry, error
 	opts := checker.DefaultOptions()
 	rep := checker.Check(h, opts)
 	passed := reports.Judge(rep, h.Meta.Expect)
+	if err := writeReports(dir, h, rep, passed, opts); err != nil {
+		return summaryRow{}, reports.SuiteEntry{}, err
+	}
+	row := newSummaryRow(h.Meta, rep, passed)
+	return row, reports.SuiteEntry{Meta: h.Meta, Report: rep, Passed: passed}, nil
+}
+
+// writeReports writes every report file of a checked history into dir.
+func writeReports(dir string, h history.History, rep checker.Report, passed bool, opts checker.Options) error {
 	err := reports.WriteRun(dir, reports.Run{
 		History: h, Report: rep, Passed: passed, Expected: h.Meta.Expect,
 		Linearizability: func(w io.Writer) error { return checker.VisualizeLinearizability(w, h, opts) },
 	})
 	if err != nil {
-		return summaryRow{}, reports.SuiteEntry{}, fmt.Errorf("write reports: %w", err)
+		return fmt.Errorf("write reports: %w", err)
 	}
-	row := newSummaryRow(h.Meta, rep, passed)
-	return row, reports.SuiteEntry{Meta: h.Meta, Report: rep, Passed: passed}, nil
+	return nil
 }
 
 func reportCmd(args []string, stdout io.Writer) (int, error) {

@@ -41,9 +41,9 @@ Usage:
   simrun run SCENARIO... [flags]        run scenarios
   simrun run --suite NAME [flags]       run a suite (ci, quick, full, soak)
   simrun report DIR                     re-check a saved run (DIR/history.jsonl) and render its reports again
-  simrun bench [flags]                  measure failover times over several seeds
+  simrun bench SCENARIO... [flags]      failover, handoff, command-rate and memory figures over several seeds
 
-Run 'simrun run -h' for the flags.
+Run 'simrun run -h' or 'simrun bench -h' for the flags.
 Exit status: 0 all invariants held, 1 an invariant was violated or undecided, 2 usage or setup error,
 130 interrupted.
 `

@@ -1,12 +1,8 @@
 package simcli
 
 import (
-	"context"
-	"flag"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -14,7 +10,6 @@ import (
 
 	"github.com/tenurelabs/tenure/checker"
 	"github.com/tenurelabs/tenure/history"
-	"github.com/tenurelabs/tenure/reports"
 	"github.com/tenurelabs/tenure/scenarios"
 	"github.com/tenurelabs/tenure/sim"
 )
@@ -140,83 +135,4 @@ func list(w io.Writer) error {
 		fmt.Fprintln(tw, n)
 	}
 	return tw.Flush()
-}
-
-// benchCmd runs one scenario over several seeds and reports the distribution of failover times.
-func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
-	var f runFlags
-	fs := flag.NewFlagSet("simrun bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	f.register(fs)
-	runs := fs.Int("runs", 5, "number of seeds to run")
-	names, err := parseInterleaved(fs, args)
-	if err != nil {
-		return ExitUsage, err
-	}
-	fs.Visit(func(fl *flag.Flag) { f.systemSet = f.systemSet || fl.Name == "system" })
-	if !f.seedSet {
-		f.seed = time.Now().UnixNano() % 1_000_000_000
-	}
-	fmt.Fprintf(stdout, "seeds %d..%d\n", f.seed, f.seed+int64(*runs)-1)
-	if len(names) == 0 {
-		names = []string{"crash-failover"}
-	}
-	if *runs < 1 {
-		return ExitUsage, fmt.Errorf("%w: --runs must be at least 1", errUsage)
-	}
-	tmp, err := os.MkdirTemp("", "simrun-bench-")
-	if err != nil {
-		return ExitUsage, err
-	}
-	defer os.RemoveAll(tmp)
-	code := ExitOK
-	for _, name := range names {
-		var lat []time.Duration
-		var bound time.Duration
-		wall := time.Now()
-		for i := 0; i < *runs; i++ {
-			ff := f
-			ff.seedSet = true
-			ff.seed = f.seed + int64(i)
-			ff.out = filepath.Join(tmp, fmt.Sprintf("%s-%d", name, i))
-			jobs, _, err := plan(&ff, []string{name})
-			if err != nil {
-				return ExitUsage, err
-			}
-			res, err := sim.Run(ctx, jobs[0].opts)
-			if err != nil {
-				return ExitUsage, err
-			}
-			rep := checker.Check(res.History, checker.DefaultOptions())
-			if !reports.Judge(rep, res.History.Meta.Expect) {
-				code = ExitViolated
-				fmt.Fprintf(stdout, "%s seed %d: FAIL (%s)\n", name, ff.seed, newSummaryRow(res.History.Meta, rep, false).detail)
-			}
-			for _, fo := range rep.Failovers {
-				bound = fo.Bound
-				if fo.Latency >= 0 {
-					lat = append(lat, fo.Latency)
-				}
-			}
-			if ctx.Err() != nil {
-				return ExitInterrupted, ctx.Err()
-			}
-		}
-		sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-		if len(lat) == 0 {
-			fmt.Fprintf(stdout, "%s: %d runs, no failovers measured (wall %s)\n", name, *runs, time.Since(wall).Round(time.Second))
-			continue
-		}
-		q := func(p float64) time.Duration { return lat[int(p*float64(len(lat)-1))].Round(time.Millisecond) }
-		fmt.Fprintf(stdout, "%s: %d runs, %d takeovers: p50 %s  p90 %s  max %s  bound %s  (time scale %g, wall %s)\n",
-			name, *runs, len(lat), q(0.5), q(0.9), lat[len(lat)-1].Round(time.Millisecond), bound, jobsScale(f), time.Since(wall).Round(time.Second))
-	}
-	return code, nil
-}
-
-func jobsScale(f runFlags) float64 {
-	if f.timeScaleSet {
-		return f.timeScale
-	}
-	return 0.1
 }
