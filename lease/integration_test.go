@@ -188,7 +188,8 @@ func TestPausedAndRemovedSessionsStopBeingPolled(t *testing.T) {
 		for _, p := range f.log.pollsOf(ep) {
 			require.False(t, p.start.After(last.At), "%s polled after its release", ep)
 		}
-		require.Zero(t, c.Exists(ctx, "poll:lease:"+ep).Val(), "lease released")
+		// The belief ends before the release is sent: wait for the release to land.
+		require.Eventually(t, func() bool { return c.Exists(ctx, "poll:lease:"+ep).Val() == 0 }, settle, 10*time.Millisecond, "lease %s released", ep)
 	}
 	// Resuming the paused session makes it a target again.
 	require.NoError(t, c.Set(ctx, "session:"+eps[0], `{"id":"`+eps[0]+`","paused":false}`, 0).Err())
