@@ -84,7 +84,8 @@ type Config struct {
 	// Default nil: no metrics. The global registry is never used implicitly.
 	Registerer prometheus.Registerer
 	// Observe, if set, is called synchronously on every change of ownership belief (acquired, released,
-	// lost, expired). It must not block.
+	// lost, expired) and on every confirmed renewal that moves a local deadline (renewed; Event.Until
+	// is the new deadline). It must not block: with many endpoints it is called often.
 	Observe func(Event)
 	// Rand drives timer jitter and the default instance ID. Default: a source seeded from the clock's
 	// current time (so runs are not reproducible unless a seeded Rand is given). Used under a lock.
