@@ -36,6 +36,7 @@ type slot struct {
 	value string   // the holding value in flight or held (acquiring, held, releasing)
 	h     *holding // held, and releasing when it came from a holding
 	stale string   // free: an earlier value of ours that may still be in Redis
+	since time.Time // free with stale: when the value became stale
 }
 
 // holding is one lease this instance believes it holds. Fields other than endpoint, value, token, ctx
@@ -94,7 +95,7 @@ func (m *Manager) freeLocked(ep, stale string) {
 		delete(m.slots, ep)
 		return
 	}
-	m.slots[ep] = &slot{state: epFree, stale: stale}
+	m.slots[ep] = &slot{state: epFree, stale: stale, since: m.clock.Now()}
 }
 
 // startHoldingLocked records a fresh grant and starts its poll loop and watchdog. m.mu must be held.

@@ -111,6 +111,14 @@ func (m *Manager) acquirePass() {
 			h.handoff = "" // assigned back before the handoff took effect: keep it
 		}
 	}
+	// A stale value has expired in Redis after one TTL (two, to allow for drift): forget it, so the
+	// slots of endpoints that went elsewhere do not pile up.
+	cutoff := m.clock.Now().Add(-2 * m.cfg.LeaseTTL)
+	for ep, s := range m.slots {
+		if s.state == epFree && s.since.Before(cutoff) {
+			delete(m.slots, ep)
+		}
+	}
 	var want []string
 	for ep := range m.assigned {
 		if s := m.slots[ep]; s == nil || s.state == epFree {
@@ -159,7 +167,7 @@ func (m *Manager) acquirePass() {
 			// The acquire may have landed: its value is stale until released or expired.
 			m.metrics.acquireFailed("error")
 			m.log.Warn("lease: acquire failed", "instance", m.id, "endpoint", ep, "token", 0, "err", sc.err)
-			s.state, s.stale = epFree, s.value
+			s.state, s.stale, s.since = epFree, s.value, m.clock.Now()
 		case sc.res == 0:
 			m.metrics.acquireFailed("held")
 			m.log.Debug("lease: acquire failed: held by another instance", "instance", m.id, "endpoint", ep, "token", 0)
@@ -177,7 +185,7 @@ func (m *Manager) acquirePass() {
 			if !ok {
 				m.metrics.acquireFailed("error")
 				m.log.Warn("lease: acquire reply came after its validity ended", "instance", m.id, "endpoint", ep, "token", sc.res)
-				s.state, s.stale = epFree, s.value
+				s.state, s.stale, s.since = epFree, s.value, m.clock.Now()
 				continue
 			}
 			m.startHoldingLocked(s, ep, uint64(sc.res), deadline)
