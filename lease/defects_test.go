@@ -298,3 +298,35 @@ func TestStopAfterStartContextCancelled(t *testing.T) {
 	}
 	require.ErrorIs(t, m.Stop(ctx), ErrNotRunning)
 }
+
+// Stop whose context ends while a poll is still running cancels the poll and still releases.
+func TestStopTimeoutCancelsPollsAndReleases(t *testing.T) {
+	srv := redistest.Start(t)
+	c := newClient(t, srv.Addr())
+	require.NoError(t, MarkEstablished(context.Background(), c, "poll:"))
+	cfg := testConfig()
+	cfg.Targets = StaticTargets{"x"}
+	cfg.InstanceID = "a"
+	cfg.Logger = quietLogger()
+	polling := make(chan struct{}, 1)
+	cfg.Poll = func(ctx context.Context, _ Poll) error {
+		select {
+		case polling <- struct{}{}:
+		default:
+		}
+		<-ctx.Done() // a poll that only ends when told to
+		return ctx.Err()
+	}
+	m, err := New(c, cfg)
+	require.NoError(t, err)
+	require.NoError(t, m.Start(context.Background()))
+	select {
+	case <-polling:
+	case <-time.After(settle):
+		t.Fatal("never polled")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	require.NoError(t, m.Stop(ctx))
+	require.Zero(t, c.Exists(context.Background(), "poll:lease:x").Val(), "released after the poll was cancelled")
+}

@@ -334,6 +334,7 @@ func (m *Manager) Stop(ctx context.Context) error {
 			}
 		}
 		m.mu.Unlock()
+		<-done // the poll loops end their holdings (Stopping) and queue them for release
 	}
 	m.mu.Lock()
 	m.state = stateDone
