@@ -33,9 +33,9 @@ const (
 // slot is one endpoint's state here. Guarded by Manager.mu.
 type slot struct {
 	state epState
-	value string   // the holding value in flight or held (acquiring, held, releasing)
-	h     *holding // held, and releasing when it came from a holding
-	stale string   // free: an earlier value of ours that may still be in Redis
+	value string    // the holding value in flight or held (acquiring, held, releasing)
+	h     *holding  // held, and releasing when it came from a holding
+	stale string    // free: an earlier value of ours that may still be in Redis
 	since time.Time // free with stale: when the value became stale
 }
 

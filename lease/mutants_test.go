@@ -61,8 +61,11 @@ func TestMutantsRun(t *testing.T) {
 		}
 	}
 	cases := map[mutation.Name]check{
-		mutation.NoDeadline:         nil,
-		mutation.RenewGetThenExpire: func(t *testing.T, l *cmdLog, c *redis.Client, m *Manager) { sends("get")(t, l, c, m); sends("pexpire")(t, l, c, m) },
+		mutation.NoDeadline: nil,
+		mutation.RenewGetThenExpire: func(t *testing.T, l *cmdLog, c *redis.Client, m *Manager) {
+			sends("get")(t, l, c, m)
+			sends("pexpire")(t, l, c, m)
+		},
 		mutation.RenewUnconditional: sends("pexpire"),
 		mutation.ReleaseUnchecked:   nil, // checked after Stop below
 		mutation.NoGuard:            sends("evalsha:" + mutantAcquireNoGuard.Hash()),
