@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tenurelabs/tenure/clock"
+	"github.com/tenurelabs/tenure/internal/mutation"
 )
 
 // Poll is one visit to an endpoint the manager holds.
@@ -83,11 +84,17 @@ type Config struct {
 	// Default nil: no metrics. The global registry is never used implicitly.
 	Registerer prometheus.Registerer
 	// Observe, if set, is called synchronously on every change of ownership belief (acquired, released,
-	// lost, expired). It must not block.
+	// lost, expired) and on every confirmed renewal that moves a local deadline (renewed; Event.Until
+	// is the new deadline). It must not block: with many endpoints it is called often.
 	Observe func(Event)
 	// Rand drives timer jitter and the default instance ID. Default: a source seeded from the clock's
 	// current time (so runs are not reproducible unless a seeded Rand is given). Used under a lock.
 	Rand *rand.Rand
+
+	// Mutations removes safety mechanisms, one at a time, for the module's own checker-power tests
+	// (each mutant must be caught by the chaos harness). Code outside this module cannot build a
+	// non-empty set, so it always runs the unmodified manager.
+	Mutations mutation.Set
 
 	_ struct{}
 }
@@ -113,7 +120,14 @@ func DefaultConfig() Config {
 // Validity is how long a grant confirmed by a request sent at t0 is believed: until
 // t0 + LeaseTTL*(1-DriftBound) - SafetyMargin.
 func (c Config) Validity() time.Duration {
-	return time.Duration(float64(c.LeaseTTL)*(1-c.DriftBound)) - c.SafetyMargin
+	return validity(c.LeaseTTL, c.DriftBound, c.SafetyMargin)
+}
+
+// fenceTTL is how long a fencing counter outlives the last grant of its endpoint, so that counters of
+// endpoints that are gone do not stay in Redis for ever. Once it has expired the next token is Redis
+// TIME in microseconds, which already exceeds every earlier token unless Redis's clock stepped back.
+func (c Config) fenceTTL() time.Duration {
+	return max(24*time.Hour, 100*c.LeaseTTL)
 }
 
 func invalid(field, format string, args ...any) error {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 )
 
@@ -89,12 +90,19 @@ func TestStartUnreachableRedis(t *testing.T) {
 	c := validConfig()
 	c.OpTimeout = 300 * time.Millisecond
 	c.Logger = quietLogger()
+	reg := prometheus.NewRegistry()
+	c.Registerer = reg
 	m, err := New(newClient(t, "127.0.0.1:1"), c) // nothing listens on port 1
 	require.NoError(t, err)
 	start := time.Now()
-	err = m.Start(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	err = m.Start(ctx) // retries until ctx ends
 	require.ErrorIs(t, err, ErrUnavailable)
-	require.Less(t, time.Since(start), 5*time.Second)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.GreaterOrEqual(t, time.Since(start), 2*time.Second)
+	require.Less(t, time.Since(start), 10*time.Second)
+	require.GreaterOrEqual(t, gauge(t, reg, "tenure_lease_start_retries_total", ""), 1.0, "retries are counted")
 	require.ErrorIs(t, m.Stop(context.Background()), ErrNotRunning)
 	require.True(t, errors.Is(m.Start(context.Background()), ErrAlreadyStarted))
 }

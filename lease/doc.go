@@ -4,8 +4,10 @@
 //
 // # How it works
 //
-// Every endpoint has a lease key <prefix>lease:<endpoint> whose value is the holder's instance ID and
-// whose TTL is LeaseTTL. Instances announce themselves with a heartbeat key <prefix>node:<id> and find
+// Every endpoint has a lease key <prefix>lease:<endpoint> whose value names the holding, not just the
+// process: <instance ID>:<nonce>, where the nonce is new for every acquire attempt (the manager's start
+// time and an attempt counter) and stays the same across go-redis re-sends of that attempt. The key's
+// TTL is LeaseTTL. Instances announce themselves with a heartbeat key <prefix>node:<id> and find
 // each other by SCAN. Targets come from a TargetSource (by default the session:<id> keys in Redis,
 // which are only ever read). Each instance computes the same bounded-load rendezvous assignment (see
 // Assign) over the live instances, acquires the endpoints assigned to it, renews all its leases in one
@@ -13,11 +15,45 @@
 // is no longer preferred finishes its in-flight poll, releases, and announces the release on the
 // <prefix>events pub/sub channel so that the preferred instance acquires within milliseconds.
 //
-// Keys: <prefix>lease:<endpoint> (instance ID, TTL LeaseTTL), <prefix>fence:<endpoint> (last fencing
-// token, no TTL), <prefix>node:<instance> ("1", TTL HeartbeatTTL), <prefix>epoch (end of the
-// fresh-dataset guard in Redis microseconds, no TTL). Scripts documents the Lua conventions. Renew and
+// Keys: <prefix>lease:<endpoint> (holding value, TTL LeaseTTL), <prefix>fence:<endpoint> (last
+// fencing token, TTL max(24h, 100*LeaseTTL) from the last grant), <prefix>node:<instance> ("1", TTL
+// HeartbeatTTL), <prefix>epoch ("<end of the fresh-dataset guard in Redis microseconds> <run_id>", no
+// TTL: one key per prefix). Every key is bounded: endpoints that are gone leave nothing behind for
+// longer than the fence TTL. Scripts documents the Lua conventions. Renew and
 // release touch one key each; acquire also touches the fence counter and the epoch key, which are in
 // other hash slots, so on Redis Cluster (a non-goal for now) acquire would need the three keys co-located.
+//
+// # States
+//
+// Each endpoint is, on each instance, in one of four states, and only the transitions between them
+// write its keys: free; acquiring (an acquire call with a new holding value is in flight); held (a
+// holding: value, fencing token, local deadline, polls); releasing (the belief has ended and the
+// release of that holding's value is in flight). An endpoint is acquired only from free, so never
+// while its own release is in flight; a handoff requested while the endpoint is held is cancelled if
+// the endpoint is assigned back before the in-flight poll ends. When a holding ends without a
+// confirmed release (renewal failed, deadline passed, release failed) its value may remain in Redis;
+// the next acquire attempt releases that value (compare-and-delete) just before acquiring, in the
+// same pipeline, so the instance need not wait for it to expire. Renew and release compare the whole
+// holding value, so a late or re-sent renewal or release of one holding never touches another, even
+// one of the same instance.
+//
+// The manager itself goes New → Starting → Running → Stopping → Done, each transition guarded by one
+// mutex: Start only from New, Stop from Starting (Start gives up), Running, or Done after a crash.
+//
+// # Starting and stopping
+//
+// Start retries until Redis answers or its context ends (backoff from 100ms doubling to
+// RenewInterval, jittered from Config.Rand, on Config.Clock; each failure is logged and counted), so
+// a fleet started while Redis is busy or restarting comes up when Redis does.
+//
+// The context given to Start is the manager's lifetime: cancelling it is a crash (polls end at once,
+// nothing is sent). Stop is the graceful end. The usual shutdown, a signal-cancelled context passed to
+// Start and then Stop, therefore first crashes and then hands over: Stop after a crash waits for the
+// cancelled polls to return, then releases every lease the crash left in Redis (compare-and-delete on
+// the holding values, so nothing held by others is touched), deletes the heartbeat and notifies the
+// fleet, which takes over within milliseconds instead of one TTL. See the Manager.Stop example. Stop
+// deletes the heartbeat only after any heartbeat write in flight has ended, so a stopped instance is
+// never counted alive again.
 //
 // # What is guaranteed, and under which assumptions
 //
@@ -25,8 +61,12 @@
 // lease, provided that:
 //
 //   - every instance's clock runs at a rate within DriftBound of Redis's clock (the bound applies to
-//     rates, not to absolute time: wall-clock steps do not matter because deadlines use the monotonic
-//     reading of Config.Clock);
+//     rates, not to absolute time: wall-clock steps on the instances do not matter because deadlines
+//     use the monotonic reading of Config.Clock);
+//   - the Redis host's clock is slewed, never stepped: Redis expires keys and answers TIME from its
+//     wall clock, so a step forward expires every lease early (while holders still believe) and a step
+//     back can make fencing tokens go backwards once a counter has expired. Run NTP/chrony in slew
+//     mode on the Redis host (e.g. chrony without makestep after boot);
 //   - Redis does not lose an acknowledged write without also losing every lease key, i.e. a single
 //     primary, no failover to a lagging replica, and no eviction of keys (maxmemory-policy noeviction);
 //     a restart with an empty dataset is covered by the fresh-dataset guard below;
@@ -35,24 +75,41 @@
 // The reason: a grant or renewal confirmed by a request sent at local time t0 is believed only until
 // t0 + LeaseTTL*(1-DriftBound) - SafetyMargin, which precedes the key's expiry in Redis; a reply that
 // arrives late never extends a belief; a renewal that fails or times out ends the belief at once (fail
-// closed: the lease may still be ours, and a later acquire finds it so and returns the same token).
+// closed: the lease may still be ours; the next acquire attempt releases that holding's value first
+// and then acquires anew, with a new token).
+//
+// The deadline arithmetic is confirmedDeadline: counted from the send time, shrunk by the drift bound
+// and the margin, never moved back, and a reply that arrives at or after the current deadline (or the
+// one it would set) ends the belief rather than extending it.
 //
 // Fencing. A process can be paused (GC, SIGSTOP, VM migration) between the deadline check and the
 // poll, after which it believes a lease it no longer has. No lease design prevents that; fencing tokens
 // let the resource refuse such a zombie. Every grant carries a token larger than every earlier token
 // for that endpoint: max(previous+1, Redis TIME in microseconds). Tokens keep increasing across a
-// Redis restart with an empty dataset as long as Redis's wall clock does not step back by more than
-// one TTL across the restart.
+// Redis restart with an empty dataset, and after a fence counter has expired, as long as Redis's wall
+// clock does not step back (see the assumptions). Each holding has its own token: re-acquiring after a
+// failed renewal yields a new, larger token.
 //
-// Fresh-dataset guard. A Redis that restarts empty forgets every lease while old holders still believe
-// in theirs. The acquire script treats a missing epoch key as a fresh dataset: it creates the key and
-// grants nothing to anyone until one LeaseTTL has passed on Redis's clock, by which time every old
-// holder's local deadline has passed (given the drift bound). The first start on an empty Redis
-// therefore waits one TTL before the first grant; MarkEstablished skips that wait where it is known to
-// be safe.
+// Fresh-dataset guard. A Redis that restarts forgets leases while old holders still believe in theirs:
+// all of them if it restarts empty, the newer ones if it loads an RDB snapshot or an AOF that is older
+// than the leases (redis-server's default configuration writes RDB snapshots, and every snapshot holds
+// the epoch key). The guard is bound to the server process, not to the data: the epoch key holds the
+// server's run_id, which the acquire script reads itself (INFO server; Redis 7 lets scripts call it,
+// and scripts are replicated by their effects). When the key is missing (first use, FLUSHALL, a
+// restart with nothing to load) or names another run_id (any restart, whatever it loaded, or a
+// failover to another server), the script re-arms the guard: it writes a new epoch and grants nothing
+// to anyone until one LeaseTTL has passed on Redis's clock, by which time every old holder's local
+// deadline has passed (given the drift bound). Reading the run_id inside the script, rather than
+// passing a value the client read earlier, leaves no window in which a restart between the read and
+// the acquire goes unnoticed. On a server whose scripts cannot read INFO (e.g. miniredis) the guard
+// falls back to the epoch key alone, which covers empty restarts and FLUSHALL only. The first start on
+// an empty Redis therefore waits one TTL before the first grant; MarkEstablished skips that wait where
+// it is known to be safe.
 //
 // Idempotence. go-redis re-sends a command whose reply was lost. Acquire returns the same token if the
-// lease already holds our ID, renew and release compare our ID, so a re-send changes nothing. Every
+// lease already holds the attempt's value, renew and release compare the holding's value, so a
+// re-send changes nothing, and a re-send (or any late delivery) of an earlier holding's release
+// cannot delete a later holding. Every
 // Redis call is bounded by OpTimeout through its context; create the client with
 // ContextTimeoutEnabled so that the bound also applies to socket reads.
 //
@@ -90,14 +147,15 @@
 //
 // Log events (log/slog, attributes instance, endpoint, token, reason): "acquire ok" (info), acquire
 // failures (debug when held by another or refused by the guard, warn on errors), "renew ok"
-// (debug), "renew failed" (warn), "release handoff|target-removed|stopped" (info), "release
+// (debug), "start attempt failed" (warn, attributes attempt and retry_in), "renew failed" (warn), "release handoff|target-removed|stopped" (info), "release
 // lost|renew-failed|expired" (warn), "redis link unhealthy" (warn, attribute op: the call that
 // went unanswered) and "redis link healthy again" (info). Config.Observe receives the same belief
-// changes as Events. Prometheus collectors are registered on Config.Registerer only, labelled
+// changes as Events, plus an EventRenewed for every confirmed renewal that moves a deadline; acquired
+// and renewed events carry the local deadline (Event.Until). Prometheus collectors are registered on Config.Registerer only, labelled
 // instance=<ID>: tenure_lease_held (gauge),
 // tenure_lease_acquisitions_total{result="ok|held|guard|error"},
 // tenure_lease_renewal_failures_total, tenure_lease_releases_total{reason},
 // tenure_lease_handoff_seconds (histogram: from a release notification to taking the released
-// lease), tenure_lease_link_healthy (gauge, 1 or 0) and tenure_lease_link_unhealthy_total
-// (transitions to unhealthy).
+// lease), tenure_lease_link_healthy (gauge, 1 or 0), tenure_lease_link_unhealthy_total
+// (transitions to unhealthy) and tenure_lease_start_retries_total (failed start attempts retried).
 package lease

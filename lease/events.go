@@ -1,7 +1,11 @@
 package lease
 
 import (
+	"context"
+	"log/slog"
 	"time"
+
+	"github.com/tenurelabs/tenure/internal/mutation"
 )
 
 // EventKind names a change of ownership belief.
@@ -19,11 +23,15 @@ const (
 	EventLost EventKind = "lost"
 	// EventExpired: the local validity deadline passed without a confirmed renewal.
 	EventExpired EventKind = "expired"
+	// EventRenewed: a confirmed renewal moved the local validity deadline (Until) forward. Reported to
+	// Observe and logged at debug level only.
+	EventRenewed EventKind = "renewed"
 )
 
 // Release and loss reasons carried by Event.Reason and the releases metric.
 const (
 	ReasonAcquired      = "acquired"
+	ReasonRenewed       = "renewed"
 	ReasonHandoff       = "handoff"
 	ReasonTargetRemoved = "target-removed"
 	ReasonStopped       = "stopped"
@@ -44,6 +52,10 @@ type Event struct {
 	Reason string
 	// At is the time of the change on the manager's clock.
 	At time.Time
+	// Until is the holding's local validity deadline on the manager's clock, for EventAcquired and
+	// EventRenewed: the belief lasts at most until then unless a later renewal moves it. Zero for the
+	// other kinds.
+	Until time.Time
 
 	_ struct{}
 }
@@ -52,6 +64,20 @@ type Event struct {
 // endpoint reach Observe in the order they happened.
 func (m *Manager) emitLocked(kind EventKind, h *holding, reason string) {
 	at := m.clock.Now()
+	var until time.Time
+	if (kind == EventAcquired || kind == EventRenewed) && !m.mut.Has(mutation.NoDeadline) {
+		until = h.deadline
+	}
+	if kind == EventRenewed {
+		// Once per holding per RenewInterval: nothing is built unless debug logging or Observe wants it.
+		if m.log.Enabled(context.Background(), slog.LevelDebug) {
+			m.log.Debug("lease: renew ok", "instance", m.id, "endpoint", h.endpoint, "token", h.token, "deadline", h.deadline)
+		}
+		if m.cfg.Observe != nil {
+			m.cfg.Observe(Event{Kind: kind, Instance: m.id, Endpoint: h.endpoint, Token: h.token, Reason: reason, At: at, Until: until})
+		}
+		return
+	}
 	attrs := []any{"instance", m.id, "endpoint", h.endpoint, "token", h.token, "reason", reason}
 	switch kind {
 	case EventAcquired:
@@ -66,6 +92,6 @@ func (m *Manager) emitLocked(kind EventKind, h *holding, reason string) {
 	}
 	m.metrics.setHeld(m.heldCountLocked())
 	if m.cfg.Observe != nil {
-		m.cfg.Observe(Event{Kind: kind, Instance: m.id, Endpoint: h.endpoint, Token: h.token, Reason: reason, At: at})
+		m.cfg.Observe(Event{Kind: kind, Instance: m.id, Endpoint: h.endpoint, Token: h.token, Reason: reason, At: at, Until: until})
 	}
 }

@@ -62,6 +62,7 @@ type pollLog struct {
 	dur      time.Duration
 	polls    []pollRecord
 	events   []Event
+	renewals []Event
 	maxToken map[string]uint64
 }
 
@@ -89,10 +90,27 @@ func (l *pollLog) pollFunc(instance string) PollFunc {
 	}
 }
 
+// observe records belief changes in events and renewals (which only move a deadline) in renewals.
 func (l *pollLog) observe(e Event) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if e.Kind == EventRenewed {
+		l.renewals = append(l.renewals, e)
+		return
+	}
 	l.events = append(l.events, e)
+}
+
+func (l *pollLog) renewalsFor(endpoint string) []Event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []Event
+	for _, e := range l.renewals {
+		if e.Endpoint == endpoint {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 func (l *pollLog) eventsFor(endpoint string) []Event {

@@ -2,13 +2,48 @@ package lease
 
 import (
 	"context"
+	"strconv"
 	"time"
+
+	"github.com/tenurelabs/tenure/internal/mutation"
 )
 
-// holding is one lease this instance believes it holds. Fields other than endpoint, token, ctx and
-// cancel are guarded by Manager.mu.
+// epState is what this instance is doing with one endpoint. Only the transitions below write the
+// endpoint's keys, and each write is tied to one holding value:
+//
+//	free      --acquire pass-->            acquiring (the acquire call is in flight)
+//	acquiring --granted-->                 held      (a holding with a new value and token)
+//	acquiring --refused, failed, late-->   free      (failed or late: the value may be in Redis: stale)
+//	held      --handoff or Stop, after the in-flight poll--> releasing (the release call is in flight)
+//	held      --lost, renewal failed, expired-->             free      (failed or expired: stale)
+//	releasing --release call returned-->   free      (failed: stale)
+//
+// An endpoint is acquired only from free, so never while its release is in flight. A stale value is
+// one of this instance's earlier holdings that may still be in Redis; the next acquire attempt sends
+// a release of it (compare-and-delete on that value) just before the acquire, in the same pipeline.
+type epState int
+
+const (
+	epFree epState = iota
+	epAcquiring
+	epHeld
+	epReleasing
+)
+
+// slot is one endpoint's state here. Guarded by Manager.mu.
+type slot struct {
+	state epState
+	value string    // the holding value in flight or held (acquiring, held, releasing)
+	h     *holding  // held, and releasing when it came from a holding
+	stale string    // free: an earlier value of ours that may still be in Redis
+	since time.Time // free with stale: when the value became stale
+}
+
+// holding is one lease this instance believes it holds. Fields other than endpoint, value, token, ctx
+// and cancel are guarded by Manager.mu.
 type holding struct {
 	endpoint string
+	value    string // the lease key's value for this holding: <instance>:<nonce>
 	token    uint64
 	// ctx is handed to every poll of this holding; it is cancelled, with the reason as its cause, the
 	// moment the belief ends.
@@ -16,8 +51,9 @@ type holding struct {
 	cancel context.CancelCauseFunc
 
 	deadline time.Time     // local validity deadline
-	ended    bool          // the belief has ended; the holding is no longer in Manager.held
+	ended    bool          // the belief has ended
 	handoff  string        // non-empty: release after the in-flight poll, with this reason
+	released bool          // the release was already sent (release-before-poll mutant)
 	bump     chan struct{} // the deadline moved
 	wake     chan struct{} // handoff or stop requested
 }
@@ -29,54 +65,102 @@ func (h *holding) signal() {
 	}
 }
 
+// newValueLocked returns a fresh holding value: the instance ID and a nonce unique to this attempt
+// (the manager's start time and an attempt counter), so that a late or re-sent renewal or release of
+// an earlier holding can never touch this one. m.mu must be held.
+func (m *Manager) newValueLocked() string {
+	if m.mut.Has(mutation.ProcessIdentity) {
+		return m.id
+	}
+	m.attempts++
+	return m.id + ":" + m.boot + "." + strconv.FormatUint(m.attempts, 36)
+}
+
+// slotLocked returns ep's slot, creating a free one. m.mu must be held.
+func (m *Manager) slotLocked(ep string) *slot {
+	s := m.slots[ep]
+	if s == nil {
+		s = &slot{}
+		m.slots[ep] = s
+	}
+	return s
+}
+
+// freeLocked moves ep to free, remembering stale (if any) for the next acquire. m.mu must be held.
+func (m *Manager) freeLocked(ep, stale string) {
+	if stale == "" {
+		if s := m.slots[ep]; s != nil && s.stale != "" && s.state == epFree {
+			return
+		}
+		delete(m.slots, ep)
+		return
+	}
+	m.slots[ep] = &slot{state: epFree, stale: stale, since: m.clock.Now()}
+}
+
 // startHoldingLocked records a fresh grant and starts its poll loop and watchdog. m.mu must be held.
-func (m *Manager) startHoldingLocked(endpoint string, token uint64, deadline time.Time) {
+func (m *Manager) startHoldingLocked(s *slot, endpoint string, token uint64, deadline time.Time) {
 	ctx, cancel := context.WithCancelCause(context.WithoutCancel(m.runCtx))
 	h := &holding{
-		endpoint: endpoint, token: token, ctx: ctx, cancel: cancel, deadline: deadline,
+		endpoint: endpoint, value: s.value, token: token, ctx: ctx, cancel: cancel, deadline: deadline,
 		bump: make(chan struct{}, 1), wake: make(chan struct{}, 1),
 	}
-	m.held[endpoint] = h
+	s.state, s.h, s.stale = epHeld, h, ""
+	m.heldCount++
 	m.emitLocked(EventAcquired, h, ReasonAcquired)
-	m.polls.Add(2)
-	go m.watchdog(h)
+	m.polls.Add(1)
+	if !m.mut.Has(mutation.NoDeadline) {
+		m.polls.Add(1)
+		go m.watchdog(h)
+	}
 	go m.pollLoop(h)
 }
 
-// endLocked ends the belief in h: removes it, cancels its polls' context with cause and reports kind.
-// It reports whether it ended h (false if it had already ended). m.mu must be held.
-func (m *Manager) endLocked(h *holding, kind EventKind, reason string, cause error) bool {
+// endLocked ends the belief in h: cancels its polls' context with cause and reports kind. The slot
+// moves to next: free (with h's value as stale when keep is set) or releasing. It reports whether it
+// ended h (false if it had already ended). m.mu must be held.
+func (m *Manager) endLocked(h *holding, kind EventKind, reason string, cause error, next epState, stale bool) bool {
 	if h.ended {
 		return false
 	}
 	h.ended = true
-	if m.held[h.endpoint] == h {
-		delete(m.held, h.endpoint)
-	}
+	m.heldCount--
 	h.cancel(cause)
+	if s := m.slots[h.endpoint]; s != nil && s.h == h {
+		switch next {
+		case epReleasing:
+			s.state = epReleasing
+		default:
+			v := ""
+			if stale {
+				v = h.value
+			}
+			m.freeLocked(h.endpoint, v)
+		}
+	}
 	m.emitLocked(kind, h, reason)
 	return true
 }
 
-// extendLocked moves h's deadline forward after a renewal sent at sent was confirmed. A confirmation
-// that arrives after the current deadline is too late: the belief has already ended (or ends now).
-func (m *Manager) extendLocked(h *holding, sent time.Time) {
+// extendLocked moves h's deadline forward after a confirmed renewal. A confirmation that arrives at or
+// after the current deadline is too late: the belief has already ended (or ends now).
+func (m *Manager) extendLocked(h *holding, sc *scriptCall) {
 	if h.ended {
 		return
 	}
-	now := m.clock.Now()
-	if !now.Before(h.deadline) {
-		m.endLocked(h, EventExpired, ReasonExpired, ErrExpired)
+	nd, ok := m.confirm(h.deadline, sc)
+	if !ok && !m.mut.Has(mutation.NoDeadline) {
+		m.endLocked(h, EventExpired, ReasonExpired, ErrExpired, epFree, true)
 		return
 	}
-	if nd := sent.Add(m.cfg.Validity()); nd.After(h.deadline) {
+	if nd.After(h.deadline) {
 		h.deadline = nd
 		select {
 		case h.bump <- struct{}{}:
 		default:
 		}
+		m.emitLocked(EventRenewed, h, ReasonRenewed)
 	}
-	m.log.Debug("lease: renew ok", "instance", m.id, "endpoint", h.endpoint, "token", h.token, "deadline", h.deadline)
 }
 
 // watchdog ends the belief when the local validity deadline passes without a confirmed renewal.
@@ -90,7 +174,7 @@ func (m *Manager) watchdog(h *holding) {
 		}
 		left := h.deadline.Sub(m.clock.Now())
 		if left <= 0 {
-			m.endLocked(h, EventExpired, ReasonExpired, ErrExpired)
+			m.endLocked(h, EventExpired, ReasonExpired, ErrExpired, epFree, true)
 			m.mu.Unlock()
 			return
 		}
@@ -119,20 +203,24 @@ func (m *Manager) pollLoop(h *holding) {
 			m.mu.Unlock()
 			return
 		case m.state == stateStopping:
-			m.endLocked(h, EventReleased, ReasonStopped, ErrReleased)
-			m.stopRelease = append(m.stopRelease, h)
+			m.endLocked(h, EventReleased, ReasonStopped, ErrReleased, epReleasing, false)
+			if !h.released {
+				m.stopRelease = append(m.stopRelease, h)
+			}
 			m.mu.Unlock()
 			return
 		case m.state != stateRunning:
 			m.mu.Unlock()
 			return
 		case h.handoff != "":
-			m.endLocked(h, EventReleased, h.handoff, ErrReleased)
+			m.endLocked(h, EventReleased, h.handoff, ErrReleased, epReleasing, false)
 			m.mu.Unlock()
-			m.release(h)
+			if !h.released {
+				m.release(h)
+			}
 			return
-		case !m.clock.Now().Before(h.deadline):
-			m.endLocked(h, EventExpired, ReasonExpired, ErrExpired)
+		case !m.mut.Has(mutation.NoDeadline) && !m.clock.Now().Before(h.deadline):
+			m.endLocked(h, EventExpired, ReasonExpired, ErrExpired, epFree, true)
 			m.mu.Unlock()
 			return
 		}
@@ -153,18 +241,29 @@ func (m *Manager) pollLoop(h *holding) {
 	}
 }
 
-// release deletes h's lease key if it still holds our ID and announces the release, so the preferred
-// owner takes over at once. The belief has already ended.
+// release deletes h's lease key if it still holds h's value and announces the release, so the
+// preferred owner takes over at once. The belief has already ended and the slot is releasing; it
+// becomes free when the call returns (and the endpoint may be acquired again).
 func (m *Manager) release(h *holding) {
 	if m.runCtx.Err() != nil {
 		return // crashed: send nothing
 	}
 	octx, cancel := m.opCtx()
-	defer cancel()
-	sc := m.releaseCall(h.endpoint)
+	sc := m.releaseCall(h.endpoint, h.value, true)
 	runBatch(octx, m.client, m.clock.Now, []*scriptCall{sc})
+	cancel()
 	if sc.err != nil && m.runCtx.Err() == nil {
 		m.log.Warn("lease: release call failed (the lease will expire)", "instance", m.id, "endpoint", h.endpoint, "token", h.token, "err", sc.err)
 		m.noteErr("release", sc.err)
 	}
+	m.mu.Lock()
+	if s := m.slots[h.endpoint]; s != nil && s.state == epReleasing && s.value == h.value {
+		stale := ""
+		if sc.err != nil {
+			stale = h.value
+		}
+		m.freeLocked(h.endpoint, stale)
+	}
+	m.mu.Unlock()
+	m.kick(m.acquireKick) // the endpoint may be ours again
 }

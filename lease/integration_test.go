@@ -3,6 +3,7 @@ package lease
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -92,7 +93,7 @@ func TestCrashTakeover(t *testing.T) {
 	// A crash releases nothing: the victim's keys still name it.
 	c := newClient(t, srv.Addr())
 	for _, ep := range victim {
-		require.Equal(t, "c", c.Get(context.Background(), "poll:lease:"+ep).Val())
+		require.True(t, strings.HasPrefix(c.Get(context.Background(), "poll:lease:"+ep).Val(), "c:"), "%s names a holding of c", ep)
 	}
 	require.Eventually(t, func() bool { return f.settled(eps, 4, 5) }, settle, 20*time.Millisecond)
 	t.Logf("takeover after crash: %s", time.Since(crashed))
@@ -187,7 +188,8 @@ func TestPausedAndRemovedSessionsStopBeingPolled(t *testing.T) {
 		for _, p := range f.log.pollsOf(ep) {
 			require.False(t, p.start.After(last.At), "%s polled after its release", ep)
 		}
-		require.Zero(t, c.Exists(ctx, "poll:lease:"+ep).Val(), "lease released")
+		// The belief ends before the release is sent: wait for the release to land.
+		require.Eventually(t, func() bool { return c.Exists(ctx, "poll:lease:"+ep).Val() == 0 }, settle, 10*time.Millisecond, "lease %s released", ep)
 	}
 	// Resuming the paused session makes it a target again.
 	require.NoError(t, c.Set(ctx, "session:"+eps[0], `{"id":"`+eps[0]+`","paused":false}`, 0).Err())

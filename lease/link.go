@@ -4,6 +4,8 @@ import (
 	"errors"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/tenurelabs/tenure/internal/mutation"
 )
 
 // The health of this instance's link to Redis.
@@ -37,7 +39,7 @@ func (m *Manager) linkHealthy() bool {
 // noteErr marks the link unhealthy if err, returned by the call named op, is a link failure. Failures
 // caused by the manager's own end (crash or stop) do not count.
 func (m *Manager) noteErr(op string, err error) {
-	if !linkFailure(err) || m.runCtx.Err() != nil {
+	if !linkFailure(err) || m.runCtx.Err() != nil || m.mut.Has(mutation.NoLinkHealth) {
 		return
 	}
 	m.mu.Lock()
@@ -79,9 +81,19 @@ func (m *Manager) probe() {
 		m.log.Debug("lease: redis link probe failed", "instance", m.id, "err", err)
 		return
 	}
-	octx, cancel = m.opCtx()
-	err = m.heartbeat(octx)
-	cancel()
+	m.hbMu.Lock()
+	m.mu.Lock()
+	running := m.state == stateRunning
+	m.mu.Unlock()
+	if running {
+		octx, cancel = m.opCtx()
+		err = m.heartbeat(octx)
+		cancel()
+	}
+	m.hbMu.Unlock()
+	if !running {
+		return
+	}
 	if err != nil {
 		m.log.Debug("lease: heartbeat after a probe failed", "instance", m.id, "err", err)
 		return

@@ -8,21 +8,30 @@ import (
 	"math/rand"
 	"os"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tenurelabs/tenure/clock"
+	"github.com/tenurelabs/tenure/internal/mutation"
 )
 
-type state int
+// lifecycle is the manager's state. Its transitions are guarded by Manager.mu:
+//
+//	New --Start--> Starting --connected--> Running --Stop--> Stopping --released--> Done
+//	Starting --Stop--> Stopping (Start gives up, Stop cleans up)
+//	Starting --Start's ctx ends--> Done (Start returns ErrUnavailable)
+//	Running, Stopping --Start's ctx ends--> Done (crash; a later Stop still releases, see Stop)
+type lifecycle int
 
 const (
-	stateNew state = iota
+	stateNew lifecycle = iota
+	stateStarting
 	stateRunning
 	stateStopping
-	stateDone // stopped or crashed
+	stateDone
 )
 
 // Manager holds and polls the endpoints assigned to this instance. Create it with New, run it with
@@ -36,29 +45,39 @@ type Manager struct {
 	keys    keys
 	metrics *metrics
 	targets TargetSource
+	mut     mutation.Set
 
 	randMu sync.Mutex
 	rand   *rand.Rand
 
 	// acquireMu is held for a whole acquire pass, so Stop can wait until none is in flight.
 	acquireMu sync.Mutex
+	// hbMu is held while a heartbeat is written, so Stop's delete of the heartbeat comes after any
+	// heartbeat write in flight.
+	hbMu sync.Mutex
 
 	mu          sync.Mutex
-	state       state
-	held        map[string]*holding
+	state       lifecycle
+	slots       map[string]*slot     // endpoint -> its state here; absent = free with nothing stale
 	assigned    map[string]bool      // endpoints this instance is preferred for
 	targetSet   map[string]bool      // all current targets
 	instances   []string             // live instances at the last discovery
 	notified    map[string]time.Time // endpoint -> when another's release of it was announced
-	stopRelease []*holding           // holdings ended by Stop, released in one batch
+	stopRelease []*holding           // holdings ended by Stop (or a crash), released in one batch by Stop
+	crashed     bool                 // Start's context ended while running: Stop still cleans up
+	cleaned     bool                 // Stop's clean-up has run
 	unhealthy   bool                 // a call got no reply; no writes until a probe is answered (link.go)
+	boot        string               // nonce prefix, from the clock at Start
+	attempts    uint64               // acquire attempts so far (nonce suffix)
+	heldCount   int                  // holdings whose belief has not ended
 
 	runCtx       context.Context
 	runCancel    context.CancelCauseFunc
-	unwatch      func() bool // unregisters the crash watcher
+	startDone    chan struct{} // closed when Start returns
+	unwatch      func() bool   // unregisters the crash watcher
 	pubsub       *redis.PubSub
 	loops        sync.WaitGroup // background loops
-	polls        sync.WaitGroup // per-holding goroutines
+	polls        sync.WaitGroup // per-holding goroutines and releases
 	acquireKick  chan struct{}
 	discoverKick chan struct{}
 	renewKick    chan struct{}
@@ -102,11 +121,13 @@ func New(client redis.UniversalClient, cfg Config) (*Manager, error) {
 		keys:         keys{cfg.KeyPrefix},
 		metrics:      met,
 		targets:      cfg.Targets,
+		mut:          cfg.Mutations,
 		rand:         cfg.Rand,
-		held:         make(map[string]*holding),
+		slots:        make(map[string]*slot),
 		assigned:     make(map[string]bool),
 		targetSet:    make(map[string]bool),
 		notified:     make(map[string]time.Time),
+		startDone:    make(chan struct{}),
 		acquireKick:  make(chan struct{}, 1),
 		discoverKick: make(chan struct{}, 1),
 		renewKick:    make(chan struct{}, 1),
@@ -123,8 +144,8 @@ func (m *Manager) Held() []string {
 	defer m.mu.Unlock()
 	now := m.clock.Now()
 	var out []string
-	for ep, h := range m.held {
-		if !h.ended && now.Before(h.deadline) {
+	for ep, s := range m.slots {
+		if h := s.h; h != nil && !h.ended && (m.mut.Has(mutation.NoDeadline) || now.Before(h.deadline)) {
 			out = append(out, ep)
 		}
 	}
@@ -140,25 +161,35 @@ func (m *Manager) Instances() []string {
 }
 
 // Start connects, registers the instance, reads the fleet and the targets, and starts the background
-// work; it returns once that work is running. It fails with an error wrapping ErrUnavailable when Redis
-// does not answer within OpTimeout.
+// work; it returns once that work is running. While Redis does not answer it retries, with a backoff
+// that doubles from 100ms up to RenewInterval (jittered), logging each failure ("start attempt
+// failed", warn) and counting it (tenure_lease_start_retries_total), until ctx ends; it then fails
+// with an error wrapping ErrUnavailable. Stop during Start makes Start give up (ErrNotRunning).
 //
-// Cancelling ctx crashes the manager: every goroutine ends promptly, every poll's context is cancelled
-// (cause ErrCrashed), and nothing more is sent to Redis; leases are not released and expire on their
-// own, as they would after a process crash.
+// ctx is the manager's lifetime: cancelling it crashes the manager. Every goroutine ends promptly,
+// every poll's context is cancelled (cause ErrCrashed), and nothing more is sent to Redis; leases
+// expire on their own, as after a process crash, unless Stop is called afterwards (see Stop).
 func (m *Manager) Start(ctx context.Context) error {
 	m.mu.Lock()
 	if m.state != stateNew {
 		m.mu.Unlock()
 		return ErrAlreadyStarted
 	}
-	m.state = stateRunning
+	m.state = stateStarting
 	m.runCtx, m.runCancel = context.WithCancelCause(ctx)
+	m.boot = strconv.FormatInt(m.clock.Now().UnixNano(), 36)
 	m.mu.Unlock()
+	defer close(m.startDone)
 
-	fail := func(err error) error {
-		m.mu.Lock()
-		m.state = stateDone
+	err := m.connect()
+	m.mu.Lock()
+	if m.state == stateStopping {
+		err = fmt.Errorf("%w: stopped during start", ErrNotRunning)
+	}
+	if err != nil {
+		if m.state == stateStarting {
+			m.state = stateDone
+		}
 		m.mu.Unlock()
 		m.runCancel(ErrCrashed)
 		if m.pubsub != nil {
@@ -166,39 +197,13 @@ func (m *Manager) Start(ctx context.Context) error {
 		}
 		return err
 	}
-	octx, cancel := m.opCtx()
-	err := m.loadScripts(octx)
-	if err == nil {
-		err = m.heartbeat(octx)
-	}
-	cancel()
-	if err != nil {
-		return fail(fmt.Errorf("%w: start instance %s: %w", ErrUnavailable, m.id, err))
-	}
-	m.pubsub = m.client.Subscribe(m.runCtx, m.keys.channel())
-	octx, cancel = m.opCtx()
-	_, err = m.pubsub.Receive(octx) // the subscription confirmation
-	cancel()
-	if err != nil {
-		return fail(fmt.Errorf("%w: subscribe %s: %w", ErrUnavailable, m.keys.channel(), err))
-	}
-	m.discover()
-	m.publish("join " + m.id)
-
+	m.state = stateRunning
 	m.unwatch = context.AfterFunc(ctx, m.crash)
+	m.mu.Unlock()
+
 	m.metrics.setLinkHealthy(true)
 	m.loops.Add(6)
-	go m.every(m.cfg.HeartbeatInterval, nil, func() {
-		if !m.linkHealthy() {
-			return // the probe loop writes the heartbeat once the link answers again
-		}
-		octx, cancel := m.opCtx()
-		defer cancel()
-		if err := m.heartbeat(octx); err != nil && m.runCtx.Err() == nil {
-			m.log.Warn("lease: heartbeat failed", "instance", m.id, "err", err)
-			m.noteErr("heartbeat", err)
-		}
-	})
+	go m.every(m.cfg.HeartbeatInterval, nil, m.heartbeatTick)
 	go m.every(m.cfg.DiscoveryInterval, m.discoverKick, m.discover)
 	go m.every(m.cfg.RenewInterval, m.acquireKick, m.acquirePass)
 	go m.every(m.cfg.RenewInterval, m.renewKick, m.renewPass)
@@ -209,19 +214,103 @@ func (m *Manager) Start(ctx context.Context) error {
 	return nil
 }
 
+// connect runs the start-up calls until they succeed or the manager's context ends.
+func (m *Manager) connect() error {
+	backoff := min(100*time.Millisecond, m.cfg.RenewInterval)
+	for attempt := 1; ; attempt++ {
+		err := m.connectOnce()
+		if err == nil {
+			return nil
+		}
+		if m.runCtx.Err() != nil {
+			return fmt.Errorf("%w: start instance %s (%d attempts): %w", ErrUnavailable, m.id, attempt,
+				errors.Join(err, context.Cause(m.runCtx)))
+		}
+		m.metrics.startRetry()
+		m.randMu.Lock()
+		wait := backoff/2 + time.Duration(m.rand.Int63n(int64(backoff/2)+1))
+		m.randMu.Unlock()
+		m.log.Warn("lease: start attempt failed", "instance", m.id, "attempt", attempt, "retry_in", wait, "err", err)
+		t := m.clock.NewTimer(wait)
+		select {
+		case <-m.runCtx.Done():
+			t.Stop()
+		case <-t.C():
+		}
+		backoff = min(2*backoff, m.cfg.RenewInterval)
+	}
+}
+
+// connectOnce loads the scripts, writes the heartbeat, subscribes, reads the fleet and announces
+// this instance.
+func (m *Manager) connectOnce() error {
+	octx, cancel := m.opCtx()
+	err := m.loadScripts(octx)
+	if err == nil {
+		err = m.heartbeat(octx)
+	}
+	cancel()
+	if err != nil {
+		return err
+	}
+	ps := m.client.Subscribe(m.runCtx, m.keys.channel())
+	octx, cancel = m.opCtx()
+	_, err = ps.Receive(octx) // the subscription confirmation
+	cancel()
+	if err != nil {
+		_ = ps.Close()
+		return fmt.Errorf("subscribe %s: %w", m.keys.channel(), err)
+	}
+	m.pubsub = ps
+	m.discover()
+	m.publish("join " + m.id)
+	return nil
+}
+
 // Stop shuts the manager down gracefully: no new polls or acquisitions, in-flight polls finish, every
-// lease is released (one pipelined batch), the heartbeat is deleted and the fleet is notified so the
-// next owners take over at once. If ctx ends before in-flight polls finish, their contexts are
-// cancelled (cause ErrReleased) and Stop waits for them to return before releasing.
+// lease is released (one pipelined batch), the heartbeat is deleted (after any heartbeat write in
+// flight has ended, so it stays deleted) and the fleet is notified so the next owners take over at
+// once. If ctx ends before in-flight polls finish, their contexts are cancelled (cause ErrReleased)
+// and Stop waits for them to return before releasing.
+//
+// Stop during Start makes Start give up, then cleans up what Start wrote. Stop after Start's context
+// ended (a crash, e.g. the usual signal.NotifyContext passed to Start) still hands over: it waits for
+// the cancelled polls to return, then releases the leases the crash left behind, deletes the
+// heartbeat and notifies the fleet. It returns ErrNotRunning if the manager never ran or was already
+// stopped.
 func (m *Manager) Stop(ctx context.Context) error {
 	m.mu.Lock()
-	if m.state != stateRunning {
+	switch m.state {
+	case stateNew:
+		m.mu.Unlock()
+		return ErrNotRunning
+	case stateStarting:
+		m.state = stateStopping
+		m.mu.Unlock()
+		m.runCancel(ErrReleased)
+		<-m.startDone
+		m.mu.Lock()
+		m.state = stateDone
+		m.cleaned = true
+		m.mu.Unlock()
+		return m.cleanup(ctx, nil, 0)
+	case stateDone:
+		if !m.crashed || m.cleaned {
+			m.mu.Unlock()
+			return ErrNotRunning
+		}
+		m.cleaned = true
+		m.mu.Unlock()
+		return m.finish(ctx)
+	case stateStopping:
 		m.mu.Unlock()
 		return ErrNotRunning
 	}
 	m.state = stateStopping
-	for _, h := range m.held {
-		h.signal()
+	for _, s := range m.slots {
+		if s.h != nil && !s.h.ended {
+			s.h.signal()
+		}
 	}
 	m.mu.Unlock()
 
@@ -232,53 +321,73 @@ func (m *Manager) Stop(ctx context.Context) error {
 	go func() { m.polls.Wait(); close(done) }()
 	select {
 	case <-done:
-	case <-m.runCtx.Done():
-		return errors.Join(ErrNotRunning, context.Cause(m.runCtx))
+	case <-m.runCtx.Done(): // Start's context ended (the crash watcher may not have run yet)
+		m.mu.Lock()
+		m.crashed = true
+		m.dropLocked()
+		m.mu.Unlock()
 	case <-ctx.Done():
 		m.mu.Lock()
-		for _, h := range m.held {
-			h.cancel(ErrReleased)
+		for _, s := range m.slots {
+			if s.h != nil {
+				s.h.cancel(ErrReleased)
+			}
 		}
 		m.mu.Unlock()
-		<-done
+		<-done // the poll loops end their holdings (Stopping) and queue them for release
 	}
-
 	m.mu.Lock()
-	if m.state != stateStopping { // crashed while waiting
-		m.mu.Unlock()
-		return ErrNotRunning
-	}
 	m.state = stateDone
+	m.cleaned = true
+	m.mu.Unlock()
+	if m.unwatch != nil {
+		m.unwatch()
+	}
+	return m.finish(ctx)
+}
+
+// finish ends the background work, then releases what Stop or a crash left behind, deletes the
+// heartbeat and tells the fleet. The state is already Done.
+func (m *Manager) finish(ctx context.Context) error {
+	m.polls.Wait()
+	m.runCancel(ErrReleased)
+	if m.pubsub != nil {
+		_ = m.pubsub.Close()
+	}
+	m.loops.Wait()
+	m.mu.Lock()
 	rel := m.stopRelease
 	m.stopRelease = nil
 	m.mu.Unlock()
-	m.unwatch()
+	return m.cleanup(ctx, rel, len(rel))
+}
 
+// cleanup deletes the heartbeat, releases rel and announces the stop, bounded by OpTimeout.
+func (m *Manager) cleanup(ctx context.Context, rel []*holding, n int) error {
+	m.hbMu.Lock() // a heartbeat write in flight ends before the delete
+	m.hbMu.Unlock()
 	octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.OpTimeout)
 	defer cancel()
 	err := m.client.Del(octx, m.keys.node(m.id)).Err()
 	calls := make([]*scriptCall, len(rel))
 	for i, h := range rel {
-		calls[i] = m.releaseCall(h.endpoint)
+		calls[i] = m.releaseCall(h.endpoint, h.value, true)
 	}
 	runBatch(octx, m.client, m.clock.Now, calls)
 	for _, sc := range calls {
 		err = errors.Join(err, sc.err)
 	}
 	err = errors.Join(err, m.client.Publish(octx, m.keys.channel(), "stop "+m.id).Err())
-
-	m.runCancel(ErrReleased)
-	_ = m.pubsub.Close()
-	m.loops.Wait()
 	m.metrics.setHeld(0)
-	m.log.Info("lease: stopped", "instance", m.id, "released", len(rel))
+	m.log.Info("lease: stopped", "instance", m.id, "released", n)
 	if err != nil {
 		return fmt.Errorf("lease: stop %s: %w", m.id, err)
 	}
 	return nil
 }
 
-// crash runs when Start's context ends: drop every holding without a word to Redis.
+// crash runs when Start's context ends: drop every holding without a word to Redis. The values that
+// may still be in Redis are kept for a later Stop.
 func (m *Manager) crash() {
 	m.mu.Lock()
 	if m.state == stateDone {
@@ -286,18 +395,31 @@ func (m *Manager) crash() {
 		return
 	}
 	m.state = stateDone
-	for ep, h := range m.held {
-		h.ended = true
-		h.cancel(ErrCrashed)
-		delete(m.held, ep)
-	}
-	m.stopRelease = nil
+	m.crashed = true
+	m.dropLocked()
 	m.mu.Unlock()
 	m.runCancel(ErrCrashed)
 	if m.pubsub != nil {
 		_ = m.pubsub.Close()
 	}
 	m.log.Info("lease: crashed (context cancelled)", "instance", m.id)
+}
+
+// dropLocked ends every belief at once (cause ErrCrashed), reporting nothing, and keeps every value
+// that may be in Redis in stopRelease. m.mu must be held.
+func (m *Manager) dropLocked() {
+	for ep, s := range m.slots {
+		switch {
+		case s.h != nil && !s.h.ended:
+			s.h.ended = true
+			m.heldCount--
+			s.h.cancel(ErrCrashed)
+			m.stopRelease = append(m.stopRelease, s.h)
+		case s.state == epAcquiring || s.state == epReleasing:
+			m.stopRelease = append(m.stopRelease, &holding{endpoint: ep, value: s.value})
+		}
+		delete(m.slots, ep)
+	}
 }
 
 // every runs fn every interval (jittered down by up to 10%) and whenever kick fires, until the
@@ -340,12 +462,30 @@ func (m *Manager) opCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(m.runCtx, m.cfg.OpTimeout)
 }
 
-func (m *Manager) heldCountLocked() int { return len(m.held) }
+func (m *Manager) heldCountLocked() int { return m.heldCount }
 
-// MarkEstablished creates the dataset epoch key under keyPrefix if it is absent, so that the
-// fresh-dataset guard does not hold back the first grants. Call it only when no lease holder from an
-// earlier dataset can still be running, e.g. on a first deployment or in tests; it never lifts a guard
-// that is already in force.
+// heartbeatTick writes the heartbeat while the manager runs and the link is healthy.
+func (m *Manager) heartbeatTick() {
+	m.hbMu.Lock()
+	defer m.hbMu.Unlock()
+	m.mu.Lock()
+	ok := m.state == stateRunning && (!m.unhealthy || m.mut.Has(mutation.NoLinkHealth))
+	m.mu.Unlock()
+	if !ok {
+		return // the probe loop writes the heartbeat once the link answers again
+	}
+	octx, cancel := m.opCtx()
+	defer cancel()
+	if err := m.heartbeat(octx); err != nil && m.runCtx.Err() == nil {
+		m.log.Warn("lease: heartbeat failed", "instance", m.id, "err", err)
+		m.noteErr("heartbeat", err)
+	}
+}
+
+// MarkEstablished creates the dataset epoch key under keyPrefix if it is absent, bound to the
+// server's current run (see the package doc), so that the fresh-dataset guard does not hold back the
+// first grants. Call it only when no lease holder from an earlier dataset can still be running, e.g.
+// on a first deployment or in tests; it never lifts a guard that is already in force.
 func MarkEstablished(ctx context.Context, client redis.UniversalClient, keyPrefix string) error {
-	return client.SetNX(ctx, keys{keyPrefix}.epoch(), "0", 0).Err()
+	return establishScript.Run(ctx, client, []string{keys{keyPrefix}.epoch()}).Err()
 }

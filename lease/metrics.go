@@ -16,6 +16,7 @@ type metrics struct {
 	handoff       prometheus.Histogram
 	linkHealthy   prometheus.Gauge
 	linkFailures  prometheus.Counter
+	startRetries  prometheus.Counter
 }
 
 // newMetrics registers the collectors on reg:
@@ -27,6 +28,7 @@ type metrics struct {
 //	tenure_lease_handoff_seconds         histogram time from a release notification to taking the lease
 //	tenure_lease_link_healthy            gauge    1 while the link to Redis is healthy, 0 while not
 //	tenure_lease_link_unhealthy_total    counter  transitions of the link to unhealthy
+//	tenure_lease_start_retries_total     counter  failed start attempts that Start retried
 func newMetrics(reg prometheus.Registerer, instance string) (*metrics, error) {
 	if reg == nil {
 		return nil, nil
@@ -48,9 +50,11 @@ func newMetrics(reg prometheus.Registerer, instance string) (*metrics, error) {
 			Help: "1 while the link to Redis is healthy; 0 while a call went unanswered and no probe has been answered since (no writes)."}),
 		linkFailures: prometheus.NewCounter(prometheus.CounterOpts{Name: "tenure_lease_link_unhealthy_total", ConstLabels: cl,
 			Help: "Transitions of the link to Redis to unhealthy (a call timed out or hit a network error)."}),
+		startRetries: prometheus.NewCounter(prometheus.CounterOpts{Name: "tenure_lease_start_retries_total", ConstLabels: cl,
+			Help: "Start attempts that failed (Redis unavailable) and were retried after a backoff."}),
 	}
 	var errs []error
-	for _, c := range []prometheus.Collector{m.held, m.acquisitions, m.renewFailures, m.releases, m.handoff, m.linkHealthy, m.linkFailures} {
+	for _, c := range []prometheus.Collector{m.held, m.acquisitions, m.renewFailures, m.releases, m.handoff, m.linkHealthy, m.linkFailures, m.startRetries} {
 		errs = append(errs, reg.Register(c))
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -105,4 +109,10 @@ func (m *metrics) setLinkHealthy(ok bool) {
 	}
 	m.linkHealthy.Set(0)
 	m.linkFailures.Inc()
+}
+
+func (m *metrics) startRetry() {
+	if m != nil {
+		m.startRetries.Inc()
+	}
 }

@@ -2,71 +2,147 @@ package lease
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tenurelabs/tenure/internal/mutation"
 )
 
-func (m *Manager) acquireCall(endpoint string) *scriptCall {
+func (m *Manager) acquireCall(endpoint, value string) *scriptCall {
+	script := acquireScript
+	switch {
+	case m.mut.Has(mutation.NoGuard):
+		script = mutantAcquireNoGuard
+	case m.mut.Has(mutation.TokenReset):
+		script = mutantAcquireTokenReset
+	case m.mut.Has(mutation.AcquireNotIdempotent):
+		script = mutantAcquireNotIdempotent
+	}
 	return &scriptCall{
-		script: acquireScript,
+		script: script,
 		keys:   []string{m.keys.lease(endpoint), m.keys.fence(endpoint), m.keys.epoch()},
-		args:   []any{m.id, ttlMillis(m.cfg.LeaseTTL)},
+		args:   []any{value, ttlMillis(m.cfg.LeaseTTL), ttlMillis(m.cfg.fenceTTL())},
 	}
 }
 
-func (m *Manager) renewCall(endpoint string) *scriptCall {
+func (m *Manager) renewCall(endpoint, value string) *scriptCall {
+	if m.mut.Has(mutation.RenewUnconditional) {
+		key, ttl := m.keys.lease(endpoint), m.cfg.LeaseTTL
+		return &scriptCall{plain: func(ctx context.Context, p redis.Pipeliner) func() (int64, error) {
+			c := p.PExpire(ctx, key, ttl)
+			return func() (int64, error) { ok, err := c.Result(); return b2i(ok), err }
+		}}
+	}
 	return &scriptCall{
 		script: renewScript,
 		keys:   []string{m.keys.lease(endpoint)},
-		args:   []any{m.id, ttlMillis(m.cfg.LeaseTTL)},
+		args:   []any{value, ttlMillis(m.cfg.LeaseTTL)},
 	}
 }
 
-func (m *Manager) releaseCall(endpoint string) *scriptCall {
+// releaseCall deletes the lease if it holds value; announce publishes the release to the fleet.
+func (m *Manager) releaseCall(endpoint, value string, announce bool) *scriptCall {
+	channel, msg := "", ""
+	if announce {
+		channel, msg = m.keys.channel(), "release "+m.id+" "+endpoint
+	}
+	if m.mut.Has(mutation.ReleaseUnchecked) {
+		key := m.keys.lease(endpoint)
+		return &scriptCall{plain: func(ctx context.Context, p redis.Pipeliner) func() (int64, error) {
+			c := p.Del(ctx, key)
+			if channel != "" {
+				p.Publish(ctx, channel, msg)
+			}
+			return c.Result
+		}}
+	}
 	return &scriptCall{
 		script: releaseScript,
 		keys:   []string{m.keys.lease(endpoint)},
-		args:   []any{m.id, ttlMillis(m.cfg.LeaseTTL), m.keys.channel(), "release " + m.id + " " + endpoint},
+		args:   []any{value, ttlMillis(m.cfg.LeaseTTL), channel, msg},
 	}
 }
 
-// acquirePass hands off held endpoints this instance is no longer preferred for and tries to acquire,
-// in one pipelined round trip, every preferred endpoint it does not hold.
+func b2i(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// acquirePass hands off held endpoints this instance is no longer preferred for (and cancels the
+// handoff of those preferred again), and tries to acquire, in one pipelined round trip, every
+// preferred endpoint that is free here. Each attempt gets a new holding value; an earlier value of
+// ours that may still be in Redis is released first, in the same pipeline.
 func (m *Manager) acquirePass() {
 	m.acquireMu.Lock()
 	defer m.acquireMu.Unlock()
 
 	m.mu.Lock()
-	if m.state != stateRunning || m.unhealthy {
+	if m.state != stateRunning || (m.unhealthy && !m.mut.Has(mutation.NoLinkHealth)) {
 		m.mu.Unlock()
 		return
 	}
-	var want []string
-	for ep := range m.assigned {
-		if _, ok := m.held[ep]; !ok {
-			want = append(want, ep)
+	for ep, s := range m.slots {
+		h := s.h
+		if s.state != epHeld || h == nil || h.ended {
+			continue
 		}
-	}
-	for ep, h := range m.held {
-		if !m.assigned[ep] && h.handoff == "" {
+		switch {
+		case !m.assigned[ep] && h.handoff == "":
 			h.handoff = ReasonHandoff
 			if !m.targetSet[ep] {
 				h.handoff = ReasonTargetRemoved
 			}
+			if m.mut.Has(mutation.ReleaseBeforePoll) {
+				h.released = true
+				s.state = epReleasing
+				m.polls.Add(1)
+				go func() { defer m.polls.Done(); m.release(h) }()
+			}
 			h.signal()
+		case m.assigned[ep] && h.handoff != "" && !h.released:
+			h.handoff = "" // assigned back before the handoff took effect: keep it
 		}
+	}
+	// A stale value has expired in Redis after one TTL (two, to allow for drift): forget it, so the
+	// slots of endpoints that went elsewhere do not pile up.
+	cutoff := m.clock.Now().Add(-2 * m.cfg.LeaseTTL)
+	for ep, s := range m.slots {
+		if s.state == epFree && s.since.Before(cutoff) {
+			delete(m.slots, ep)
+		}
+	}
+	var want []string
+	for ep := range m.assigned {
+		if s := m.slots[ep]; s == nil || s.state == epFree {
+			want = append(want, ep)
+		}
+	}
+	slices.Sort(want)
+	var calls []*scriptCall
+	acq := make([]*scriptCall, len(want))
+	stale := make([]*scriptCall, len(want))
+	for i, ep := range want {
+		s := m.slotLocked(ep)
+		if s.stale != "" {
+			stale[i] = m.releaseCall(ep, s.stale, false)
+			calls = append(calls, stale[i])
+		}
+		s.state, s.value = epAcquiring, m.newValueLocked()
+		acq[i] = m.acquireCall(ep, s.value)
 	}
 	m.mu.Unlock()
 	if len(want) == 0 {
 		return
 	}
-	slices.Sort(want)
-	calls := make([]*scriptCall, len(want))
-	for i, ep := range want {
-		calls[i] = m.acquireCall(ep)
-	}
+	calls = append(calls, acq...)
 	octx, cancel := m.opCtx()
 	runBatch(octx, m.client, m.clock.Now, calls)
 	cancel()
@@ -74,34 +150,45 @@ func (m *Manager) acquirePass() {
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for i, sc := range calls {
+	if m.state == stateDone {
+		return // crashed: believe nothing (crash recorded the values in flight)
+	}
+	for i, sc := range acq {
 		ep := want[i]
+		s := m.slots[ep]
+		if s == nil || s.state != epAcquiring {
+			continue
+		}
+		if stale[i] != nil && stale[i].err == nil {
+			s.stale = ""
+		}
 		switch {
-		case m.state == stateDone:
-			return // crashed: believe nothing
 		case sc.err != nil:
+			// The acquire may have landed: its value is stale until released or expired.
 			m.metrics.acquireFailed("error")
 			m.log.Warn("lease: acquire failed", "instance", m.id, "endpoint", ep, "token", 0, "err", sc.err)
+			s.state, s.stale, s.since = epFree, s.value, m.clock.Now()
 		case sc.res == 0:
 			m.metrics.acquireFailed("held")
 			m.log.Debug("lease: acquire failed: held by another instance", "instance", m.id, "endpoint", ep, "token", 0)
+			m.freeLocked(ep, s.stale)
 		case sc.res < 0:
 			m.metrics.acquireFailed("guard")
 			m.log.Debug("lease: acquire refused: fresh-dataset guard", "instance", m.id, "endpoint", ep, "token", 0)
+			m.freeLocked(ep, s.stale)
 		case m.state == stateStopping:
 			// Granted while Stop began: it is ours in Redis, so Stop must release it.
-			m.stopRelease = append(m.stopRelease, &holding{endpoint: ep, token: uint64(sc.res)})
+			s.state = epReleasing
+			m.stopRelease = append(m.stopRelease, &holding{endpoint: ep, value: s.value, token: uint64(sc.res)})
 		default:
-			deadline := sc.sent.Add(m.cfg.Validity())
-			if !m.clock.Now().Before(deadline) {
+			deadline, ok := m.confirm(time.Time{}, sc)
+			if !ok {
 				m.metrics.acquireFailed("error")
 				m.log.Warn("lease: acquire reply came after its validity ended", "instance", m.id, "endpoint", ep, "token", sc.res)
+				s.state, s.stale, s.since = epFree, s.value, m.clock.Now()
 				continue
 			}
-			if _, ok := m.held[ep]; ok {
-				continue
-			}
-			m.startHoldingLocked(ep, uint64(sc.res), deadline)
+			m.startHoldingLocked(s, ep, uint64(sc.res), deadline)
 			if at, ok := m.notified[ep]; ok {
 				m.metrics.handoffSeconds(m.clock.Now().Sub(at).Seconds())
 				delete(m.notified, ep)
@@ -116,25 +203,32 @@ func (m *Manager) acquirePass() {
 // while the link is unhealthy: the leases then run out at their local deadlines, and in Redis.
 func (m *Manager) renewPass() {
 	m.mu.Lock()
-	if m.state == stateDone || m.unhealthy {
+	if m.state == stateDone || (m.unhealthy && !m.mut.Has(mutation.NoLinkHealth)) {
 		m.mu.Unlock()
 		return
 	}
-	hs := make([]*holding, 0, len(m.held))
-	for _, h := range m.held {
-		hs = append(hs, h)
+	hs := make([]*holding, 0, len(m.slots))
+	for _, s := range m.slots {
+		if s.state == epHeld && s.h != nil && !s.h.ended {
+			hs = append(hs, s.h)
+		}
 	}
 	m.mu.Unlock()
 	if len(hs) == 0 {
 		return
 	}
-	calls := make([]*scriptCall, len(hs))
-	for i, h := range hs {
-		calls[i] = m.renewCall(h.endpoint)
+	var calls []*scriptCall
+	if m.mut.Has(mutation.RenewGetThenExpire) {
+		calls = m.renewGetThenExpire(hs)
+	} else {
+		calls = make([]*scriptCall, len(hs))
+		for i, h := range hs {
+			calls[i] = m.renewCall(h.endpoint, h.value)
+		}
+		octx, cancel := m.opCtx()
+		runBatch(octx, m.client, m.clock.Now, calls)
+		cancel()
 	}
-	octx, cancel := m.opCtx()
-	runBatch(octx, m.client, m.clock.Now, calls)
-	cancel()
 	m.noteBatch("renew", calls)
 
 	m.mu.Lock()
@@ -147,19 +241,65 @@ func (m *Manager) renewPass() {
 		h := hs[i]
 		switch {
 		case h.ended:
+		case sc.err != nil && m.mut.Has(mutation.TimeoutAsSuccess) && isTimeout(sc.err):
+			m.extendLocked(h, sc)
 		case sc.err != nil:
 			m.metrics.renewFailed()
 			m.log.Warn("lease: renew failed", "instance", m.id, "endpoint", h.endpoint, "token", h.token, "err", sc.err)
-			ended = m.endLocked(h, EventLost, ReasonRenewFailed, ErrRenewFailed) || ended
+			if m.mut.Has(mutation.NotFailClosed) {
+				continue // the belief lasts until its local deadline
+			}
+			ended = m.endLocked(h, EventLost, ReasonRenewFailed, ErrRenewFailed, epFree, true) || ended
 		case sc.res == 1:
-			m.extendLocked(h, sc.sent)
+			m.extendLocked(h, sc)
 		default:
-			ended = m.endLocked(h, EventLost, ReasonLost, ErrLost) || ended
+			ended = m.endLocked(h, EventLost, ReasonLost, ErrLost, epFree, false) || ended
 		}
 	}
 	if ended {
-		m.kick(m.acquireKick) // try to get them back (a lease that is still ours returns its token)
+		m.kick(m.acquireKick) // try to get them back
 	}
+}
+
+// renewGetThenExpire is the renew-get-then-expire mutant's renewal: GET every lease, compare in the
+// client, then PEXPIRE those that matched, in two round trips (not atomic). The deadline still counts
+// from the first send.
+func (m *Manager) renewGetThenExpire(hs []*holding) []*scriptCall {
+	gets := make([]*scriptCall, len(hs))
+	for i, h := range hs {
+		key, value := m.keys.lease(h.endpoint), h.value
+		gets[i] = &scriptCall{plain: func(ctx context.Context, p redis.Pipeliner) func() (int64, error) {
+			c := p.Get(ctx, key)
+			return func() (int64, error) { v, err := c.Result(); return b2i(err == nil && v == value), err }
+		}}
+	}
+	octx, cancel := m.opCtx()
+	defer cancel()
+	runBatch(octx, m.client, m.clock.Now, gets)
+	var exps []*scriptCall
+	for i, g := range gets {
+		if g.err == nil && g.res == 1 {
+			key, ttl := m.keys.lease(hs[i].endpoint), m.cfg.LeaseTTL
+			exps = append(exps, &scriptCall{plain: func(ctx context.Context, p redis.Pipeliner) func() (int64, error) {
+				c := p.PExpire(ctx, key, ttl)
+				return func() (int64, error) { ok, err := c.Result(); return b2i(ok), err }
+			}})
+		}
+	}
+	runBatch(octx, m.client, m.clock.Now, exps)
+	j := 0
+	for _, g := range gets {
+		if g.err == nil && g.res == 1 {
+			e := exps[j]
+			j++
+			g.res, g.err, g.replied = e.res, e.err, e.replied
+		}
+	}
+	return gets
+}
+
+func isTimeout(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || os.IsTimeout(err)
 }
 
 // discover reads the live instances and the targets and recomputes this instance's assignment. On an
@@ -194,6 +334,9 @@ func (m *Manager) refresh() error {
 	}
 	insts = dedupe(insts)
 	assign := Assign(insts, targets)
+	if m.mut.Has(mutation.PlainRendezvous) {
+		assign = assignPlain(insts, targets)
+	}
 
 	m.mu.Lock()
 	m.instances = insts
@@ -230,7 +373,7 @@ func (m *Manager) loadScripts(ctx context.Context) error {
 	// p.ScriptLoad, not Script.Load: the latter would overwrite the shared Script's hash with the
 	// not-yet-known reply of a queued command.
 	p := m.client.Pipeline()
-	for _, src := range []string{acquireSource, renewSource, releaseSource} {
+	for _, src := range []string{acquireSource, renewSource, releaseSource} { // variants fall back to EVAL
 		p.ScriptLoad(ctx, src)
 	}
 	_, err := p.Exec(ctx)

@@ -1,6 +1,7 @@
 package lease
 
 import (
+	"context"
 	"slices"
 	"testing"
 	"time"
@@ -47,4 +48,33 @@ func TestRedisRestartFencingAndGuard(t *testing.T) {
 			return slices.ContainsFunc(f.log.pollsOf(ep), func(p pollRecord) bool { return p.start.After(first) })
 		}, settle, 10*time.Millisecond, "%s polled again", ep)
 	}
+}
+
+// A Redis restart that loads a snapshot older than the leases: the epoch comes back, the leases do
+// not. No grant may come before one TTL has passed since the restart.
+func TestRedisRestartFromOlderSnapshotHoldsGrants(t *testing.T) {
+	f, srv, eps := realFleet(t, 6)
+	f.cfg.Targets = StaticTargets(eps)
+	c := newClient(t, srv.Addr())
+	require.NoError(t, c.Save(context.Background()).Err()) // epoch and sessions, no lease yet
+	f.start("a")
+	f.start("b")
+	require.Eventually(t, func() bool { return f.settled(eps, 3, 3) }, settle, 20*time.Millisecond)
+
+	restarted := time.Now()
+	require.NoError(t, srv.Restart()) // loads the snapshot
+	require.EqualValues(t, 1, c.Exists(context.Background(), "poll:epoch").Val(), "the snapshot brought the epoch back")
+	var first time.Time
+	require.Eventually(t, func() bool {
+		for _, e := range f.log.eventsFor("") {
+			if e.Kind == EventAcquired && e.At.After(restarted) && (first.IsZero() || e.At.Before(first)) {
+				first = e.At
+			}
+		}
+		return !first.IsZero()
+	}, settle, 20*time.Millisecond, "granted again after the restart")
+	require.Eventually(t, func() bool { return f.settled(eps, 3, 3) }, settle, 20*time.Millisecond)
+	require.False(t, first.IsZero())
+	t.Logf("first grant %s after the restart", first.Sub(restarted))
+	require.GreaterOrEqual(t, first.Sub(restarted), testConfig().LeaseTTL-20*time.Millisecond, "granted inside the guard window")
 }

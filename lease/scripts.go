@@ -29,6 +29,14 @@ var (
 	acquireScript = redis.NewScript(acquireSource)
 	renewScript   = redis.NewScript(renewSource)
 	releaseScript = redis.NewScript(releaseSource)
+
+	// Variants of acquire for the checker-power mutants (Config.Mutations), each with one mechanism
+	// removed. Production code never sends them.
+	establishScript = redis.NewScript(scriptSource("establish"))
+
+	mutantAcquireNoGuard       = redis.NewScript(scriptSource("mutant_acquire_no_guard"))
+	mutantAcquireTokenReset    = redis.NewScript(scriptSource("mutant_acquire_token_reset"))
+	mutantAcquireNotIdempotent = redis.NewScript(scriptSource("mutant_acquire_not_idempotent"))
 )
 
 // Scripts returns the Lua source of the lease operations by name ("acquire", "renew", "release"), for
@@ -36,12 +44,15 @@ var (
 //
 //   - KEYS[1] is the lease key <KeyPrefix>lease:<endpoint>; acquire also takes KEYS[2], the fencing
 //     counter <KeyPrefix>fence:<endpoint>, and KEYS[3], the dataset epoch key <KeyPrefix>epoch.
-//   - ARGV[1] is the instance ID (the lease key's value), ARGV[2] the lease TTL in milliseconds.
-//   - acquire returns the fencing token (> 0) when the lease is ours after the call (also when it already
-//     was: a re-sent acquire is idempotent and returns the same token), 0 when another instance holds it,
-//     and -1 while the fresh-dataset guard refuses every grant.
-//   - renew returns 1 if it extended a lease holding our ID, 0 otherwise.
-//   - release returns 1 if it deleted a lease holding our ID, 0 otherwise; ARGV[3] and ARGV[4], when
+//   - ARGV[1] is the holding value (the lease key's value): <instance ID>:<attempt nonce>, new for every
+//     acquire attempt and the same across client re-sends of that attempt; ARGV[2] the lease TTL in
+//     milliseconds. Acquire's ARGV[3] is the fencing counter's TTL in milliseconds.
+//   - acquire returns the fencing token (> 0) when the lease holds ARGV[1] after the call (also when it
+//     already did: a re-sent acquire is idempotent and returns the same token), 0 when any other value
+//     holds it (another instance, or an earlier holding of this one), and -1 while the fresh-dataset
+//     guard refuses every grant.
+//   - renew returns 1 if it extended a lease holding ARGV[1], 0 otherwise.
+//   - release returns 1 if it deleted a lease holding ARGV[1], 0 otherwise; ARGV[3] and ARGV[4], when
 //     given, are a pub/sub channel and the message published on a successful release.
 //
 // Scripts are sent with EVALSHA, falling back to EVAL after a NOSCRIPT reply (a restarted Redis).
@@ -53,12 +64,17 @@ func Scripts() map[string]string {
 	}
 }
 
-// ScriptNames maps the SHA1 of each script to its name, for tools that see EVALSHA commands.
+// ScriptNames maps the SHA1 of each script to its name, for tools that see EVALSHA or EVAL commands
+// (hash the EVAL source). It also lists the acquire variants of the module's checker-power mutants,
+// under the name "acquire": they keep its conventions.
 func ScriptNames() map[string]string {
 	return map[string]string{
-		acquireScript.Hash(): "acquire",
-		renewScript.Hash():   "renew",
-		releaseScript.Hash(): "release",
+		acquireScript.Hash():              "acquire",
+		renewScript.Hash():                "renew",
+		releaseScript.Hash():              "release",
+		mutantAcquireNoGuard.Hash():       "acquire",
+		mutantAcquireTokenReset.Hash():    "acquire",
+		mutantAcquireNotIdempotent.Hash(): "acquire",
 	}
 }
 
@@ -91,9 +107,13 @@ type scriptCall struct {
 	script *redis.Script
 	keys   []string
 	args   []any
-	sent   time.Time // when the request that produced res was sent (on the manager's clock)
-	res    int64
-	err    error
+	// plain, when set, replaces the script by plain commands queued on the pipeline (mutants only); the
+	// returned function reads the result once the pipeline has run.
+	plain   func(ctx context.Context, p redis.Pipeliner) func() (int64, error)
+	sent    time.Time // when the request that produced res was sent (on the manager's clock)
+	replied time.Time // when its reply (or failure) came back
+	res     int64
+	err     error
 }
 
 func isNoScript(err error) bool {
@@ -110,18 +130,30 @@ func runBatch(ctx context.Context, c redis.UniversalClient, now func() time.Time
 	exec := func(useEval bool, batch []*scriptCall) {
 		p := c.Pipeline()
 		cmds := make([]*redis.Cmd, len(batch))
+		var plain []func() (int64, error)
 		for i, sc := range batch {
-			if useEval {
+			switch {
+			case sc.plain != nil:
+				if plain == nil {
+					plain = make([]func() (int64, error), len(batch))
+				}
+				plain[i] = sc.plain(ctx, p)
+			case useEval:
 				cmds[i] = sc.script.Eval(ctx, p, sc.keys, sc.args...)
-			} else {
+			default:
 				cmds[i] = sc.script.EvalSha(ctx, p, sc.keys, sc.args...)
 			}
 		}
 		sent := now()
 		_, _ = p.Exec(ctx)
+		replied := now()
 		for i, sc := range batch {
-			sc.sent = sent
-			sc.res, sc.err = cmds[i].Int64()
+			sc.sent, sc.replied = sent, replied
+			if cmds[i] != nil {
+				sc.res, sc.err = cmds[i].Int64()
+			} else {
+				sc.res, sc.err = plain[i]()
+			}
 			if errors.Is(sc.err, redis.Nil) {
 				sc.res, sc.err = 0, nil
 			}
@@ -130,7 +162,7 @@ func runBatch(ctx context.Context, c redis.UniversalClient, now func() time.Time
 	exec(false, calls)
 	var retry []*scriptCall
 	for _, sc := range calls {
-		if isNoScript(sc.err) {
+		if sc.plain == nil && isNoScript(sc.err) {
 			retry = append(retry, sc)
 		}
 	}

@@ -128,8 +128,41 @@ func TestScriptsReleasePublishes(t *testing.T) {
 func TestScriptsListed(t *testing.T) {
 	s := Scripts()
 	require.Len(t, s, 3)
+	require.Len(t, ScriptNames(), 6, "three scripts and three mutant acquire variants")
 	for name, src := range s {
 		require.Contains(t, src, "KEYS[1]", name)
 		require.Contains(t, ScriptNames(), redis.NewScript(src).Hash())
 	}
+}
+
+// The fencing counter expires (fenceTTL); tokens granted after it has gone still exceed the earlier
+// ones, because the floor is Redis TIME in microseconds.
+func TestScriptsFenceCounterExpiresTokensStillIncrease(t *testing.T) {
+	e := newScriptEnv(t)
+	require.NoError(t, MarkEstablished(context.Background(), e.c, "poll:"))
+	fence := time.Hour
+	acquire := func(owner string) int64 {
+		return e.run(acquireScript, []string{e.k.lease("x"), e.k.fence("x"), e.k.epoch()}, owner, time.Second.Milliseconds(), fence.Milliseconds())
+	}
+	first := acquire("a:1")
+	require.Positive(t, first)
+	require.Equal(t, fence, e.mr.TTL(e.k.fence("x")), "the counter expires")
+	e.advance(fence + time.Second)
+	require.False(t, e.mr.Exists(e.k.fence("x")))
+	require.Greater(t, acquire("b:1"), first)
+}
+
+// A holding value of an earlier holding of the same instance is another holding: no renew, no
+// release, no "already ours".
+func TestScriptsHoldingsOfOneInstanceAreDistinct(t *testing.T) {
+	e := newScriptEnv(t)
+	require.NoError(t, MarkEstablished(context.Background(), e.c, "poll:"))
+	tok := e.acquire("a:1", "x", time.Second)
+	require.Positive(t, tok)
+	require.EqualValues(t, 0, e.acquire("a:2", "x", time.Second), "a later attempt of the same instance is refused")
+	require.EqualValues(t, 0, e.renew("a:2", "x", time.Second))
+	require.EqualValues(t, 0, e.release("a:2", "x"))
+	require.Equal(t, tok, e.acquire("a:1", "x", time.Second), "a re-send of the same attempt")
+	require.EqualValues(t, 1, e.release("a:1", "x"))
+	require.Greater(t, e.acquire("a:2", "x", time.Second), tok)
 }

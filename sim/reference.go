@@ -2,6 +2,8 @@ package sim
 
 import (
 	"context"
+	"crypto/sha1"
+	"encoding/hex"
 	"fmt"
 	"math/rand"
 	"strconv"
@@ -9,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tenurelabs/tenure/history"
+	"github.com/tenurelabs/tenure/internal/mutation"
 	"github.com/tenurelabs/tenure/lease"
 )
 
@@ -16,14 +19,16 @@ func init() { Register("reference", func() System { return NewReference() }) }
 
 // Reference is Tenure's lease.Manager as a system under test.
 type Reference struct {
-	scripts map[string]string // SHA1 -> "acquire" | "renew" | "release"
+	name      string
+	scripts   map[string]string // SHA1 -> "acquire" | "renew" | "release"
+	mutations mutation.Set      // empty for the reference itself; one mechanism removed for a mutant
 }
 
 // NewReference returns the reference system.
-func NewReference() Reference { return Reference{scripts: lease.ScriptNames()} }
+func NewReference() Reference { return Reference{name: "reference", scripts: lease.ScriptNames()} }
 
 // Name implements System.
-func (Reference) Name() string { return "reference" }
+func (r Reference) Name() string { return r.name }
 
 // NewInstance implements System.
 func (r Reference) NewInstance(c InstanceConfig) (Instance, error) {
@@ -43,12 +48,16 @@ func (r Reference) NewInstance(c InstanceConfig) (Instance, error) {
 	cfg.Clock = c.Clock
 	cfg.Rand = rand.New(rand.NewSource(c.Seed))
 	cfg.Logger = c.Logger
+	cfg.Mutations = r.mutations
 	poll := c.Poll
 	cfg.Poll = func(ctx context.Context, p lease.Poll) error { return poll(ctx, p.Endpoint, p.Token) }
 	if c.Observe != nil {
 		observe := c.Observe
+		// Acquisitions and renewals that move the deadline carry the local validity deadline (Until);
+		// a renewal is a Held event for the same token with Reason "renewed", which extends the belief.
 		cfg.Observe = func(e lease.Event) {
-			observe(e.Endpoint, history.Belief{Held: e.Kind == lease.EventAcquired, Token: e.Token, Reason: e.Reason})
+			held := e.Kind == lease.EventAcquired || e.Kind == lease.EventRenewed
+			observe(e.Endpoint, history.Belief{Held: held, Token: e.Token, Reason: e.Reason, Until: e.Until})
 		}
 	}
 	m, err := lease.New(c.Client, cfg)
@@ -70,12 +79,8 @@ func (r Reference) Classify(args []any, reply any, err error) (history.Op, bool)
 	case "evalsha":
 		kind = r.scripts[strings.ToLower(fmt.Sprint(args[1]))]
 	case "eval":
-		src := fmt.Sprint(args[1])
-		for n, s := range lease.Scripts() {
-			if s == src {
-				kind = n
-			}
-		}
+		sum := sha1.Sum([]byte(fmt.Sprint(args[1])))
+		kind = r.scripts[hex.EncodeToString(sum[:])]
 	}
 	if kind == "" {
 		return history.Op{}, false

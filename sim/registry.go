@@ -10,6 +10,7 @@ import (
 var (
 	registryMu sync.Mutex
 	registry   = map[string]func() System{}
+	hidden     = map[string]bool{}
 )
 
 // Register makes a system available by name to Lookup (and so to simrun --system). It panics on a
@@ -23,6 +24,15 @@ func Register(name string, factory func() System) {
 	registry[name] = factory
 }
 
+// RegisterHidden is Register for systems that Systems does not list but Lookup finds: the module's
+// own test-only systems (the reference's mutants), runnable by name.
+func RegisterHidden(name string, factory func() System) {
+	Register(name, factory)
+	registryMu.Lock()
+	hidden[name] = true
+	registryMu.Unlock()
+}
+
 // Lookup returns the system registered under name.
 func Lookup(name string) (System, error) {
 	registryMu.Lock()
@@ -34,13 +44,15 @@ func Lookup(name string) (System, error) {
 	return f(), nil
 }
 
-// Systems lists the registered names, sorted.
+// Systems lists the registered names, sorted, leaving out hidden ones.
 func Systems() []string {
 	registryMu.Lock()
 	defer registryMu.Unlock()
 	names := make([]string, 0, len(registry))
 	for n := range registry {
-		names = append(names, n)
+		if !hidden[n] {
+			names = append(names, n)
+		}
 	}
 	sort.Strings(names)
 	return names

@@ -222,6 +222,9 @@ func (d *demo) pollAs(name string) lease.PollFunc {
 }
 
 func (d *demo) observe(e lease.Event) {
+	if e.Kind == lease.EventRenewed {
+		return // every renewal of every lease: too much for the demo's screen
+	}
 	d.mu.Lock()
 	name := d.names[e.Instance]
 	if e.Kind == lease.EventAcquired {

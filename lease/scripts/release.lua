@@ -1,5 +1,5 @@
--- release: delete the lease only if it still holds our ID, and tell the fleet.
--- KEYS[1] lease key; ARGV[1] instance ID, ARGV[2] lease TTL in milliseconds (unused),
+-- release: delete the lease only if it still holds this holding, and tell the fleet.
+-- KEYS[1] lease key; ARGV[1] holding value, ARGV[2] lease TTL in milliseconds (unused),
 -- ARGV[3] pub/sub channel (optional), ARGV[4] message to publish on it.
 -- Returns 1 if the lease was deleted, 0 otherwise.
 if redis.call('GET', KEYS[1]) == ARGV[1] then

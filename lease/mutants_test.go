@@ -1,0 +1,134 @@
+package lease
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tenurelabs/tenure/internal/mutation"
+	"github.com/tenurelabs/tenure/internal/redistest"
+)
+
+// cmdLog is a go-redis hook that records the name (and script hash) of every command sent.
+type cmdLog struct {
+	mu   sync.Mutex
+	seen map[string]int
+}
+
+func (l *cmdLog) note(c redis.Cmder) {
+	args := c.Args()
+	name := strings.ToLower(c.Name())
+	if (name == "evalsha" || name == "del") && len(args) > 1 {
+		name += ":" + fmt.Sprint(args[1])
+	}
+	l.mu.Lock()
+	l.seen[name]++
+	l.mu.Unlock()
+}
+
+func (l *cmdLog) count(name string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.seen[name]
+}
+
+func (l *cmdLog) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (l *cmdLog) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, c redis.Cmder) error { l.note(c); return next(ctx, c) }
+}
+func (l *cmdLog) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cs []redis.Cmder) error {
+		for _, c := range cs {
+			l.note(c)
+		}
+		return next(ctx, cs)
+	}
+}
+
+// Every lease mutant still runs (acquires, renews, polls, stops), and the ones that change what is
+// sent to Redis send what they say.
+func TestMutantsRun(t *testing.T) {
+	type check func(t *testing.T, l *cmdLog, c *redis.Client, m *Manager)
+	sends := func(name string) check {
+		return func(t *testing.T, l *cmdLog, _ *redis.Client, _ *Manager) {
+			require.Positive(t, l.count(name), "sends %s", name)
+		}
+	}
+	cases := map[mutation.Name]check{
+		mutation.NoDeadline: nil,
+		mutation.RenewGetThenExpire: func(t *testing.T, l *cmdLog, c *redis.Client, m *Manager) {
+			sends("get")(t, l, c, m)
+			sends("pexpire")(t, l, c, m)
+		},
+		mutation.RenewUnconditional: sends("pexpire"),
+		mutation.ReleaseUnchecked:   nil, // checked after Stop below
+		mutation.NoGuard:            sends("evalsha:" + mutantAcquireNoGuard.Hash()),
+		mutation.NotFailClosed:      nil,
+		mutation.TokenReset:         sends("evalsha:" + mutantAcquireTokenReset.Hash()),
+		mutation.DriftIgnored:       nil,
+		mutation.DeadlineFromReply:  nil,
+		mutation.NoLinkHealth:       nil,
+		mutation.ReleaseBeforePoll:  nil,
+		mutation.ProcessIdentity: func(t *testing.T, _ *cmdLog, c *redis.Client, m *Manager) {
+			require.Equal(t, m.ID(), c.Get(context.Background(), "poll:lease:x").Val())
+		},
+		mutation.PlainRendezvous:      nil,
+		mutation.AcquireNotIdempotent: sends("evalsha:" + mutantAcquireNotIdempotent.Hash()),
+		mutation.TimeoutAsSuccess:     nil,
+	}
+	for n, chk := range cases {
+		t.Run(string(n), func(t *testing.T) {
+			t.Parallel()
+			srv := redistest.Start(t)
+			c := newClient(t, srv.Addr())
+			ctx := context.Background()
+			if n != mutation.NoGuard {
+				require.NoError(t, MarkEstablished(ctx, c, "poll:"))
+			}
+			cfg := testConfig()
+			cfg.Targets = StaticTargets{"x", "y"}
+			cfg.Mutations = mutation.Of(n)
+			f := newFleet(t, srv.Addr(), cfg)
+			l := &cmdLog{seen: map[string]int{}}
+			m := f.startAt("a", srv.Addr(), l)
+			require.Eventually(t, func() bool { return len(m.Held()) == 2 && len(f.log.renewalsFor("x")) > 0 }, settle, 10*time.Millisecond)
+			if chk != nil {
+				chk(t, l, c, m)
+			}
+			if n == mutation.NoDeadline {
+				for _, e := range f.log.eventsFor("x") {
+					require.True(t, e.Until.IsZero(), "no deadline is reported: %+v", e)
+				}
+			} else {
+				require.False(t, f.log.eventsFor("x")[0].Until.IsZero())
+			}
+			f.stop("a")
+			require.Zero(t, c.Exists(ctx, "poll:lease:x", "poll:lease:y").Val(), "released")
+			if n == mutation.ReleaseUnchecked {
+				require.Positive(t, l.count("del:poll:lease:x"), "released by a plain DEL")
+			}
+		})
+	}
+}
+
+func TestAssignPlainIgnoresLoad(t *testing.T) {
+	insts := []string{"a", "b", "c"}
+	eps := endpoints(60)
+	plain := assignPlain(insts, eps)
+	require.Len(t, plain, len(eps))
+	for _, ep := range eps {
+		best, bestScore := "", uint64(0)
+		for _, id := range insts {
+			if s := mix64(hash64(ep) ^ mix64(hash64(id))); best == "" || s > bestScore {
+				best, bestScore = id, s
+			}
+		}
+		require.Equal(t, best, plain[ep], "highest weight wins, whatever the load")
+	}
+}
