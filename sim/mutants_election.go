@@ -10,6 +10,6 @@ func init() {
 		"mutant-election-no-cancel":      mutation.ElectionNoCancel,      // the leader context outlives the local deadline
 	} {
 		sys := Election{mutant: name, mutations: mutation.Of(m)}
-		Register(name, func() System { return sys })
+		RegisterHidden(name, func() System { return sys })
 	}
 }
