@@ -77,6 +77,17 @@
 // A promoted replica is a new run too, so failover re-arms the guard; but a replica that lost acknowledged
 // writes can still bring back an old holding, which is why the topology assumed is a single server.
 //
+// # Lost replies (Redis)
+//
+// A request whose reply is lost (a one-way partition, a connection cut after the request went out) may
+// have taken effect, and go-redis re-sends it on a fresh connection. A leader that kept renewing or
+// acquiring blind would keep a holding alive on Redis, or take a new one, that nobody acts on, and the
+// standbys would wait a full TTL more each time. So the Redis backend keeps the health of its link: after
+// a call that got no reply it sends no acquire or renewal until a PING probe is answered (see
+// RedisBackend.LinkHealthy; the elector's tenure_election_link_healthy gauge). Its release is still sent,
+// and always with the script's source (EVAL), so that one whose reply is lost still lands and lets a
+// standby in at once.
+//
 // # Keys (Redis)
 //
 // Every key expires. The holding expires after its TTL; the term and epoch keys KeyTTL (default 24h)

@@ -55,7 +55,7 @@ func New(b Backend, cfg Config) (*Elector, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	m, err := newMetrics(cfg.Registerer, cfg.Role)
+	m, err := newMetrics(cfg.Registerer, cfg.Role, b)
 	if err != nil {
 		return nil, fmt.Errorf("election: register metrics for role %q: %w", cfg.Role, err)
 	}

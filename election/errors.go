@@ -28,6 +28,9 @@ var (
 	ErrAlreadyStarted = errors.New("election: elector already started")
 	// ErrNotStarted is returned by Stop on an elector that was never started.
 	ErrNotStarted = errors.New("election: elector not started")
+	// ErrLinkUnhealthy is returned by the Redis backend's TryAcquire and Renew when an earlier call got
+	// no reply and the probe sent since was not answered either: nothing else was sent.
+	ErrLinkUnhealthy = errors.New("election: backend link unhealthy")
 	// ErrClosed is returned by a backend used after Close.
 	ErrClosed = errors.New("election: backend closed")
 )

@@ -24,7 +24,13 @@ type metrics struct {
 //	tenure_election_failovers_total{role}  leaderships won from a different previous leader
 //	tenure_election_tenure_seconds{role}   histogram of leadership durations
 //	tenure_election_start_retries_total{role}  backend calls that failed while Start waited for it
-func newMetrics(reg prometheus.Registerer, role string) (*metrics, error) {
+//
+// For a backend that reports its link's health (the Redis backend), also:
+//
+//	tenure_election_link_healthy{role}          1 while the backend sends acquires and renewals, 0 while
+//	                                            a call went unanswered and no probe has been answered since
+//	tenure_election_link_unhealthy_total{role}  transitions of the backend's link to unhealthy
+func newMetrics(reg prometheus.Registerer, role string, b Backend) (*metrics, error) {
 	isLeader := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: "tenure", Subsystem: "election", Name: "is_leader",
 		Help: "1 while this process leads the role, else 0.",
@@ -63,6 +69,28 @@ func newMetrics(reg prometheus.Registerer, role string) (*metrics, error) {
 		if tenure, err = register(reg, tenure); err != nil {
 			return nil, err
 		}
+		if lr, ok := b.(linkReporter); ok {
+			labels := prometheus.Labels{"role": role}
+			healthy := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Namespace: "tenure", Subsystem: "election", Name: "link_healthy", ConstLabels: labels,
+				Help: "1 while the backend sends acquires and renewals; 0 while a call went unanswered and no probe has been answered since.",
+			}, func() float64 {
+				if lr.LinkHealthy() {
+					return 1
+				}
+				return 0
+			})
+			failures := prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Namespace: "tenure", Subsystem: "election", Name: "link_unhealthy_total", ConstLabels: labels,
+				Help: "Transitions of the backend's link to unhealthy (a call timed out or hit a network error).",
+			}, func() float64 { return float64(lr.LinkFailures()) })
+			if _, err := register(reg, healthy); err != nil {
+				return nil, err
+			}
+			if _, err := register(reg, failures); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return &metrics{
 		isLeader:  isLeader.WithLabelValues(role),
@@ -72,6 +100,12 @@ func newMetrics(reg prometheus.Registerer, role string) (*metrics, error) {
 
 		startRetries: retries.WithLabelValues(role),
 	}, nil
+}
+
+// linkReporter is implemented by backends that track their link's health (RedisBackend).
+type linkReporter interface {
+	LinkHealthy() bool
+	LinkFailures() uint64
 }
 
 // register registers c, or returns the collector already registered under the same description.

@@ -7,8 +7,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -57,6 +59,8 @@ type RedisOptions struct {
 	// are no longer used leave nothing behind. It is raised to twice the holding TTL when shorter. The
 	// first election after a role was idle that long waits one TTL (the fresh-dataset guard). Default 24h.
 	KeyTTL time.Duration
+	// Logger receives the link health changes (see LinkHealthy). Default: discard.
+	Logger *slog.Logger
 
 	_ struct{}
 }
@@ -93,8 +97,14 @@ type RedisBackend struct {
 	hb     bool
 	keep   time.Duration
 
+	log *slog.Logger
+
 	nonceBase uint64        // random per backend
 	nonces    atomic.Uint64 // attempts so far
+
+	mu        sync.Mutex
+	unhealthy bool   // a call got no reply and no probe has been answered since (see redis_link.go)
+	failures  uint64 // transitions to unhealthy
 }
 
 // NewRedisBackend returns a backend on client. The client stays the caller's: Close does not close it.
@@ -105,9 +115,12 @@ func NewRedisBackend(client redis.UniversalClient, opts RedisOptions) *RedisBack
 	if opts.KeyTTL <= 0 {
 		opts.KeyTTL = 24 * time.Hour
 	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
 	var seed [8]byte
 	_, _ = crand.Read(seed[:]) // never fails on supported platforms
-	return &RedisBackend{c: client, prefix: opts.KeyPrefix, hb: opts.Heartbeat, keep: opts.KeyTTL,
+	return &RedisBackend{c: client, prefix: opts.KeyPrefix, hb: opts.Heartbeat, keep: opts.KeyTTL, log: opts.Logger,
 		nonceBase: binary.LittleEndian.Uint64(seed[:])}
 }
 
@@ -154,7 +167,11 @@ func (b *RedisBackend) TryAcquire(ctx context.Context, role, id string, ttl time
 
 // tryAcquire is one acquire attempt with its nonce; go-redis re-sends it unchanged after a lost reply.
 func (b *RedisBackend) tryAcquire(ctx context.Context, role, id string, ttl time.Duration, nonce string) (uint64, bool, error) {
+	if err := b.ready(ctx, "acquire", role); err != nil {
+		return 0, false, err
+	}
 	res, err := acquireScript.Run(ctx, b.c, b.keys(role), id, ttl.Milliseconds(), flag(b.hb), nonce, b.keepMs(ttl)).Slice()
+	b.noteErr(ctx, "acquire", role, err)
 	if err != nil {
 		return 0, false, fmt.Errorf("election: redis acquire role %q: %w", role, errors.Join(err, ctx.Err()))
 	}
@@ -174,8 +191,12 @@ func (b *RedisBackend) tryAcquire(ctx context.Context, role, id string, ttl time
 
 // Renew implements Backend.
 func (b *RedisBackend) Renew(ctx context.Context, role, id string, term uint64, ttl time.Duration) error {
+	if err := b.ready(ctx, "renew", role); err != nil {
+		return err
+	}
 	k := b.keys(role)
 	n, err := renewScript.Run(ctx, b.c, k, id, strconv.FormatUint(term, 10), ttl.Milliseconds(), flag(b.hb), b.keepMs(ttl)).Int64()
+	b.noteErr(ctx, "renew", role, err)
 	if err != nil {
 		return fmt.Errorf("election: redis renew role %q: %w", role, errors.Join(err, ctx.Err()))
 	}
@@ -188,9 +209,14 @@ func (b *RedisBackend) Renew(ctx context.Context, role, id string, term uint64, 
 // Release implements Backend. It deletes the holding only if it is id's with term, so a late or re-sent
 // release never deletes a later holding. A re-sent release whose first attempt took effect succeeds,
 // as long as no later grant is known.
+//
+// It is sent even while the link is unhealthy, and always as EVAL with the script's source: a release
+// is rare, and one whose reply will be lost must not depend on the script being in the server's cache
+// (EVALSHA would be refused with NOSCRIPT, a reply nobody sees, and the holding would live a full TTL).
 func (b *RedisBackend) Release(ctx context.Context, role, id string, term uint64) error {
 	k := b.keys(role)
-	n, err := releaseScript.Run(ctx, b.c, []string{k[0], k[1], k[3]}, id, strconv.FormatUint(term, 10), b.Channel(role), role).Int64()
+	n, err := releaseScript.Eval(ctx, b.c, []string{k[0], k[1], k[3]}, id, strconv.FormatUint(term, 10), b.Channel(role), role).Int64()
+	b.noteErr(ctx, "release", role, err)
 	if err != nil {
 		return fmt.Errorf("election: redis release role %q: %w", role, errors.Join(err, ctx.Err()))
 	}
@@ -211,6 +237,7 @@ func (b *RedisBackend) Leader(ctx context.Context, role string) (LeaderInfo, err
 		at = p.HGet(ctx, b.key(role, "hb"), "at_us")
 		return nil
 	})
+	b.noteErr(ctx, "leader", role, err)
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return LeaderInfo{}, fmt.Errorf("election: redis leader of role %q: %w", role, errors.Join(err, ctx.Err()))
 	}

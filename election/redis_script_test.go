@@ -218,7 +218,7 @@ func TestRedisRestartFromOlderSnapshotRearmsGuard(t *testing.T) {
 	var t1 uint64
 	require.Eventually(t, func() bool { t1, ok = acquire("a"); return ok }, 10*ttl, 10*time.Millisecond)
 
-	require.NoError(t, env.srv.Restart()) // kill -9, then start again loading the snapshot
+	require.NoError(t, env.srv.Reload()) // kill -9, then start again loading the snapshot
 	require.Eventually(t, func() bool { return env.c.Ping(ctx).Err() == nil }, 5*time.Second, 10*time.Millisecond)
 	n, err := env.c.Exists(ctx, b.key("r", "epoch")).Result()
 	require.NoError(t, err)

@@ -30,7 +30,9 @@ func electionScenarios() []sim.Scenario {
 		{name: "leader-partition", desc: "The leader is cut off from the backend; it stops acting before a standby starts.",
 			instances: 3, duration: 150, steps: chaos.Schedule{{At: 60 * s, For: 50 * s, Fault: chaos.Partition{Of: role}}}, steady: [2]int{130, 150},
 			pgBound: 70},
-		{name: "leader-one-way-partition", desc: "The leader's requests arrive but its replies are lost; renewals take effect unseen.",
+		{name: "leader-one-way-partition", desc: "The leader's requests arrive but its replies are lost; renewals take effect unseen. " +
+			"Redis: after its first unanswered call the leader stops believing and sends nothing but probes and its release, which lands and lets a standby in, " +
+			"so failover takes at most the next renewal, a call timeout and a poll interval, inside the default bound. PostgreSQL: the server's dead-peer bound applies.",
 			instances: 3, duration: 150, steps: chaos.Schedule{{At: 60 * s, For: 50 * s, Fault: chaos.Partition{Of: role, OneWay: true}}}, steady: [2]int{130, 150},
 			pgBound: 70},
 		{name: "backend-outage", desc: "Every candidate loses the backend for 40 s; nobody acts, then one leader resumes.",

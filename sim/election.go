@@ -150,7 +150,7 @@ func (in *electionInstance) Start(ctx context.Context) error {
 		}
 		b = pb
 	} else {
-		b = election.NewRedisBackend(c.Client, election.RedisOptions{KeyPrefix: c.KeyPrefix + "election:"})
+		b = election.NewRedisBackend(c.Client, election.RedisOptions{KeyPrefix: c.KeyPrefix + "election:", Logger: c.Logger})
 	}
 	in.mu.Lock()
 	in.beliefs = map[string]*roleBelief{}
