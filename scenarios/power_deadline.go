@@ -52,7 +52,7 @@ func init() {
 			// validity bound TTL·(1 − 0.026) = 29.22 s by 0.28 s. A deadline that ignores the drift
 			// bound (TTL − TTL/30 = 29 s of its clock) lasts 29.74 s of real time, 0.52 s past it;
 			// polls every 0.35 s land there. (With the spec's 1% bound the same omission is covered by
-			// the margin, see the README.)
+			// the margin: 29 s of a clock 1% slow is 29.29 s, inside the bound 29.7 s.)
 			Name: "stall-slow-clock", Description: "Every clock runs 2.5% slow, inside a 2.6% drift bound, and a holder's Redis calls hang for 1.5 TTL while it polls every 350 ms: its belief must end by TTL·(1 − drift bound) of real time.",
 			Instances: 3, Endpoints: 6, Duration: 150 * s,
 			Timing: sim.Timing{DriftBound: 0.026, PollInterval: 250 * ms, PollDuration: 100 * ms},
