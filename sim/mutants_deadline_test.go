@@ -20,7 +20,7 @@ func init() {
 		// Counted as confirmed, a timed-out renewal extends the belief by a renewal interval while the
 		// request has not reached Redis.
 		mutantCase{mutant: mutation.TimeoutAsSuccess, scenarios: []string{"slow-requests-past-ttl"}, caughtBy: beliefs},
-		// Replies 3 s late move a deadline counted from the reply 3 s past the one counted from the
+		// Replies 2.5 s late move a deadline counted from the reply 2.5 s past the one counted from the
 		// request.
 		mutantCase{mutant: mutation.DeadlineFromReply, scenarios: []string{"late-replies-then-stall"}, caughtBy: beliefs},
 		// A deadline that ignores the drift bound d lasts (TTL − margin)/(1 − d) on a clock running d
