@@ -187,3 +187,10 @@ func TestUnreadableDriftIsABreach(t *testing.T) {
 	require.Equal(t, Pass, a.Outcome)
 	require.Contains(t, a.Message, "records no assumptions")
 }
+
+// A clock rate written exactly at the bound lies inside it, whatever rate-1 rounds to in floating point.
+func TestDriftAtTheBoundIsInside(t *testing.T) {
+	h := healthy().assume(0.025).faultP("f1", "clock-drift", 0, time.Second, map[string]string{"rate": "0.975"}, "a").build()
+	a := resultOf(t, Check(h, DefaultOptions()), InvAssumptions)
+	require.Equal(t, Pass, a.Outcome, a.Message)
+}
