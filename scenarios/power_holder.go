@@ -37,5 +37,27 @@ func init() {
 			},
 			Steady: w(150*s, 170*s), ExpectBalance: true,
 		},
+		sim.Scenario{
+			// Slot 3 joins at 60 s. The handoff releases of slots 0-2 are held on the wire for 2 s (their
+			// calls still complete in time), so the announcements reach slot 3 at about 62.2 s, when
+			// every reply to slot 3 comes 1 s late (61 s to 63.5 s): it acquires its share at about
+			// 63.2 s, the acquires land at once and their replies are held until about 64.2 s. At 63.7 s
+			// slot 3's link is reset: the held replies are gone, and go-redis sends each acquire again on
+			// a new connection, where it finds the value its first attempt wrote. A re-sent acquire must
+			// answer as the first would have (the same token); one that reports the lease as another's
+			// leaves the endpoint unpolled until the lease expires, and answers what no single acquire
+			// could have.
+			Name: "acquire-resent", Description: "A joining instance's acquires land but their replies are lost to a connection reset; go-redis sends them again, and they must find their own writes and succeed.",
+			Instances: 3, Endpoints: 12, Duration: 120 * s,
+			Steps: chaos.Schedule{
+				{At: 59*s + 500*ms, For: 2*s + 500*ms, Jitter: pinned, Fault: chaos.SlowRequests{Slot: 0, Delay: 2 * s, Match: "release "}},
+				{At: 59*s + 500*ms, For: 2*s + 500*ms, Jitter: pinned, Fault: chaos.SlowRequests{Slot: 1, Delay: 2 * s, Match: "release "}},
+				{At: 59*s + 500*ms, For: 2*s + 500*ms, Jitter: pinned, Fault: chaos.SlowRequests{Slot: 2, Delay: 2 * s, Match: "release "}},
+				{At: 60 * s, Jitter: pinned, Fault: chaos.Start{Count: 1}},
+				{At: 61 * s, For: 2*s + 500*ms, Jitter: pinned, Fault: chaos.SlowReplies{Slot: 3, Delay: s}},
+				{At: 63*s + 700*ms, Jitter: pinned, Fault: chaos.ConnReset{Slot: 3}},
+			},
+			Steady: w(100*s, 120*s), ExpectBalance: true,
+		},
 	)
 }

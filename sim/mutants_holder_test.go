@@ -27,5 +27,10 @@ func init() {
 			caughtBy: []string{checker.InvSingleHolder, checker.InvSinglePoller}},
 		mutantCase{mutant: mutation.ProcessIdentity, scenarios: []string{"release-after-reacquire"},
 			caughtBy: []string{checker.InvSingleHolder, checker.InvSinglePoller}},
+		// An acquire whose reply is lost to a connection reset after it took effect is sent again by
+		// go-redis within the same call; the mutant's re-send reports the lease as another's, which no
+		// single acquire on that key could have answered.
+		mutantCase{mutant: mutation.AcquireNotIdempotent, scenarios: []string{"acquire-resent"},
+			caughtBy: []string{checker.InvLinearizable}},
 	)
 }
