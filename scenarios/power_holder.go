@@ -12,7 +12,8 @@ import (
 // Only a release that deletes nothing but the holding it was sent for leaves the new one alone; a
 // release that checks nothing, or checks a value that names the process rather than the holding,
 // deletes the lease under a holder that still believes, and the next instance that prefers the endpoint
-// takes it at once.
+// takes it at once. And of a write that lands twice: an acquire whose reply is lost to a connection
+// reset after it took effect, sent again by go-redis within the same call, must find its own write.
 func init() {
 	const ms = time.Millisecond
 	const pinned = -1 // a step whose time is part of a chain of causes must not move on its own
