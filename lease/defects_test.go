@@ -202,7 +202,7 @@ func TestSnapshotRestartRearmsGuard(t *testing.T) {
 	before := acquire("a:1")
 	require.Positive(t, before)
 
-	require.NoError(t, srv.Restart()) // kill -9, restart in the same directory: loads the snapshot
+	require.NoError(t, srv.Reload()) // kill -9, restart in the same directory: loads the snapshot
 	require.Eventually(t, func() bool { return c.Ping(ctx).Err() == nil }, settle, 10*time.Millisecond)
 	require.EqualValues(t, 1, c.Exists(ctx, k.epoch()).Val(), "the snapshot brought the epoch back")
 	require.EqualValues(t, -1, acquire("b:1"), "granted at once after a restart from an older snapshot")

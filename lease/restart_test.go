@@ -62,7 +62,7 @@ func TestRedisRestartFromOlderSnapshotHoldsGrants(t *testing.T) {
 	require.Eventually(t, func() bool { return f.settled(eps, 3, 3) }, settle, 20*time.Millisecond)
 
 	restarted := time.Now()
-	require.NoError(t, srv.Restart()) // loads the snapshot
+	require.NoError(t, srv.Reload()) // loads the snapshot
 	require.EqualValues(t, 1, c.Exists(context.Background(), "poll:epoch").Val(), "the snapshot brought the epoch back")
 	var first time.Time
 	require.Eventually(t, func() bool {
