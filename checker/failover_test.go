@@ -132,3 +132,36 @@ func TestFailover(t *testing.T) {
 		})
 	}
 }
+
+// The specification's bound is the TTL plus the measuring tolerance; a history that carries it is
+// judged and labelled by it, and one with a bound of its own names both.
+func TestFailoverSpecBound(t *testing.T) {
+	s := time.Second
+	require.Equal(t, 3*s+FailoverTolerance, SpecFailoverBound(3*s))
+	takeover := func(at time.Duration) *builder {
+		return crashBase().fault("f1", "crash", 5*s+ms(500), 5*s+ms(500), true, false, "a").
+			life("a", history.LifeCrashed, 5*s+ms(500)).
+			polls("b", "e1", at, 20*s, s, 2)
+	}
+	tests := []struct {
+		name    string
+		bound   time.Duration
+		at      time.Duration // first poll by the survivor
+		outcome Outcome
+		msg     string
+	}{
+		{"spec bound met at the TTL", SpecFailoverBound(3 * s), 8*s + ms(500), Pass, "(the specification's: lease TTL + 100ms)"},
+		{"spec bound met within the tolerance", SpecFailoverBound(3 * s), 8*s + ms(590), Pass, "max 3.09s"},
+		{"spec bound missed by a discovery tick", SpecFailoverBound(3 * s), 9*s + ms(500), Violated, "over the bound 3.1s"},
+		{"own bound shown beside the spec's", 5 * s, 9*s + ms(500), Pass, "this scenario's own; the specification's is 3.1s"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := takeover(tc.at)
+			b.meta.FailoverBound = tc.bound
+			r := resultOf(t, Check(b.build(), DefaultOptions()), InvFailover)
+			require.Equal(t, tc.outcome, r.Outcome, r.Message)
+			require.Contains(t, allText(r), tc.msg)
+		})
+	}
+}
