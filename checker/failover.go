@@ -140,7 +140,7 @@ func checkFailover(idx *index, opts Options) (Result, []Failover) {
 			out = append(out, fo)
 		}
 	}
-	gaps := checkScaleGaps(idx, &c)
+	gaps := checkScaleGaps(idx, &c, out)
 
 	var lat []time.Duration
 	for _, fo := range out {
@@ -222,9 +222,19 @@ func (idx *index) liveInst(in string, t time.Duration) bool {
 }
 
 // checkScaleGaps adds a violation for every missed-poll window longer than the failover bound around a
-// scale change and returns how many changes it judged.
-func checkScaleGaps(idx *index, c *collector) int {
+// scale change and returns how many changes it judged. An endpoint whose takeover after an isolating
+// fault within a bound of the change is measured in failovers is judged there, from the fault: a
+// window counted from its last poll before the fault would charge the poll interval to the takeover
+// (a restart under a new ID is a crash and a start at once).
+func checkScaleGaps(idx *index, c *collector, failovers []Failover) int {
 	bound := idx.meta.FailoverBound
+	faultedAt := map[string][]time.Duration{}
+	for _, fo := range failovers {
+		faultedAt[fo.Endpoint] = append(faultedAt[fo.Endpoint], fo.FaultAt)
+	}
+	measured := func(ep string, t time.Duration) bool {
+		return slices.ContainsFunc(faultedAt[ep], func(at time.Duration) bool { return at >= t-bound && at <= t+bound })
+	}
 	judged := 0
 	reported := map[int64]bool{} // poll seq that opens a reported gap
 	for _, le := range idx.lifecycle {
@@ -238,7 +248,7 @@ func checkScaleGaps(idx *index, c *collector) int {
 		}
 		judged++
 		for _, ep := range idx.pollEndpoints() {
-			if !idx.activeAt(ep, t) || deactivatedWithin(idx, ep, t-bound, t+bound) {
+			if !idx.activeAt(ep, t) || deactivatedWithin(idx, ep, t-bound, t+bound) || measured(ep, t) {
 				continue
 			}
 			polls := idx.polls[ep]

@@ -102,6 +102,15 @@ func TestFailover(t *testing.T) {
 			outcome: Violated, msg: "not polled for 7s",
 		},
 		{
+			// A restart under a new ID: the crash's takeover is judged from the fault, not as a
+			// missed-poll window from the last poll before it.
+			name: "restart judged as a failover, not as a scale gap",
+			b: crashBase().fault("f1", "restart", 5*s+ms(500), 5*s+ms(500), true, false, "a").
+				life("a", history.LifeCrashed, 5*s+ms(500)).life("a2", history.LifeStarted, 5*s+ms(500)).
+				polls("a2", "e1", 10*s+ms(400), 20*s, s, 2),
+			outcome: Pass, failovers: 1, latency: 4900 * time.Millisecond, to: "a2",
+		},
+		{
 			name: "scale-down leaves an endpoint unpolled",
 			b: newBuilder().life("a", history.LifeStarted, 0).life("b", history.LifeStarted, 0).
 				life("a", history.LifeStopped, 8*s).
