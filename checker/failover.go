@@ -140,7 +140,7 @@ func checkFailover(idx *index, opts Options) (Result, []Failover) {
 			out = append(out, fo)
 		}
 	}
-	gaps := checkScaleGaps(idx, &c, out)
+	gaps := checkScaleGaps(idx, &c)
 
 	var lat []time.Duration
 	for _, fo := range out {
@@ -222,19 +222,12 @@ func (idx *index) liveInst(in string, t time.Duration) bool {
 }
 
 // checkScaleGaps adds a violation for every missed-poll window longer than the failover bound around a
-// scale change and returns how many changes it judged. An endpoint whose takeover after an isolating
-// fault within a bound of the change is measured in failovers is judged there, from the fault: a
-// window counted from its last poll before the fault would charge the poll interval to the takeover
-// (a restart under a new ID is a crash and a start at once).
-func checkScaleGaps(idx *index, c *collector, failovers []Failover) int {
+// scale change and returns how many changes it judged. When an instance was removed by a fault (a
+// crash, or a restart under a new ID, which is a crash and a start at once) within a bound before the
+// change, a window that began before that fault is counted from the fault, as a failover is: the time
+// between the last poll and the fault was not lost to the change.
+func checkScaleGaps(idx *index, c *collector) int {
 	bound := idx.meta.FailoverBound
-	faultedAt := map[string][]time.Duration{}
-	for _, fo := range failovers {
-		faultedAt[fo.Endpoint] = append(faultedAt[fo.Endpoint], fo.FaultAt)
-	}
-	measured := func(ep string, t time.Duration) bool {
-		return slices.ContainsFunc(faultedAt[ep], func(at time.Duration) bool { return at >= t-bound && at <= t+bound })
-	}
 	judged := 0
 	reported := map[int64]bool{} // poll seq that opens a reported gap
 	for _, le := range idx.lifecycle {
@@ -247,8 +240,9 @@ func checkScaleGaps(idx *index, c *collector, failovers []Failover) int {
 			continue
 		}
 		judged++
+		removedAt, removed := lastRemovingFault(idx, t-bound, t)
 		for _, ep := range idx.pollEndpoints() {
-			if !idx.activeAt(ep, t) || deactivatedWithin(idx, ep, t-bound, t+bound) || measured(ep, t) {
+			if !idx.activeAt(ep, t) || deactivatedWithin(idx, ep, t-bound, t+bound) {
 				continue
 			}
 			polls := idx.polls[ep]
@@ -275,12 +269,16 @@ func checkScaleGaps(idx *index, c *collector, failovers []Failover) int {
 				} else if idx.end < t+bound {
 					break // the run ended too soon to judge the last gap
 				}
-				if gapEnd-prev.At > bound && !reported[prev.Seq] {
+				gapStart, from := prev.At, ""
+				if removed && gapStart < removedAt {
+					gapStart, from = removedAt, ", counted from the fault that removed an instance"
+				}
+				if gapEnd-gapStart > bound && !reported[prev.Seq] {
 					reported[prev.Seq] = true
 					v := Violation{At: prev.At, Endpoint: ep, Instances: []string{prev.Instance},
 						Events: []int64{le.Seq, prev.Seq},
-						Message: fmt.Sprintf("%s not polled for %v (from %v to %v) around %s %s at %v, over the bound %v",
-							ep, gapEnd-prev.At, prev.At, gapEnd, le.Instance, ch, t, bound)}
+						Message: fmt.Sprintf("%s not polled for %v (from %v to %v%s) around %s %s at %v, over the bound %v",
+							ep, gapEnd-gapStart, gapStart, gapEnd, from, le.Instance, ch, t, bound)}
 					if next != nil {
 						v.Instances = append(v.Instances, next.Instance)
 						v.Events = append(v.Events, next.Seq)
@@ -295,6 +293,19 @@ func checkScaleGaps(idx *index, c *collector, failovers []Failover) int {
 		}
 	}
 	return judged
+}
+
+// lastRemovingFault returns the start of the latest fault that removed instances and began in
+// [from, to].
+func lastRemovingFault(idx *index, from, to time.Duration) (time.Duration, bool) {
+	var at time.Duration
+	found := false
+	for _, f := range idx.faults {
+		if f.Fault.Removes && f.At >= from && f.At <= to && (!found || f.At > at) {
+			at, found = f.At, true
+		}
+	}
+	return at, found
 }
 
 // nearDisruptiveFault reports whether a fault that does not remove instances overlaps [from, to].

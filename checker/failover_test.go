@@ -102,9 +102,9 @@ func TestFailover(t *testing.T) {
 			outcome: Violated, msg: "not polled for 7s",
 		},
 		{
-			// A restart under a new ID: the crash's takeover is judged from the fault, not as a
-			// missed-poll window from the last poll before it.
-			name: "restart judged as a failover, not as a scale gap",
+			// A restart under a new ID: the window around the start is counted from the crash, as the
+			// failover is, not from the last poll before it.
+			name: "restart judged from the fault, not from the last poll",
 			b: crashBase().fault("f1", "restart", 5*s+ms(500), 5*s+ms(500), true, false, "a").
 				life("a", history.LifeCrashed, 5*s+ms(500)).life("a2", history.LifeStarted, 5*s+ms(500)).
 				polls("a2", "e1", 10*s+ms(400), 20*s, s, 2),
@@ -173,4 +173,20 @@ func TestFailoverSpecBound(t *testing.T) {
 			require.Contains(t, allText(r), tc.msg)
 		})
 	}
+}
+
+// Another instance hands e2 to the crashed one, still counted alive when its replacement starts: the
+// missed-poll window around the start runs from the crash, and here it outlasts the bound.
+func TestScaleGapCountedFromRemovingFault(t *testing.T) {
+	s := time.Second
+	b := newBuilder().life("a", history.LifeStarted, 0).life("b", history.LifeStarted, 0).
+		polls("a", "e1", 0, 5*s+ms(500), s, 1).polls("b", "e2", 0, 5*s+ms(200), s, 1).
+		fault("f1", "restart", 5*s+ms(500), 5*s+ms(500), true, false, "a").
+		life("a", history.LifeCrashed, 5*s+ms(500)).life("a2", history.LifeStarted, 5*s+ms(500)).
+		polls("a2", "e1", 9*s+ms(500), 20*s, s, 2).polls("a2", "e2", 10*s+ms(600), 20*s, s, 2)
+	r := resultOf(t, Check(b.build(), DefaultOptions()), InvFailover)
+	require.Equal(t, Violated, r.Outcome, r.Message)
+	require.Len(t, r.Violations, 1, allText(r))
+	require.Equal(t, "e2", r.Violations[0].Endpoint)
+	require.Contains(t, r.Violations[0].Message, "e2 not polled for 5.1s (from 5.5s to 10.6s, counted from the fault")
 }
