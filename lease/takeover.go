@@ -7,35 +7,10 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Taking over at the lease's expiry.
-//
-// A crashed holder's last renewal was sent before the crash, so each of its leases expires in Redis at
-// most LeaseTTL after it; its heartbeat, written at most HeartbeatInterval before the crash, expires at
-// most HeartbeatTTL after it. Two clocks decide when a survivor can take an endpoint over: the
-// heartbeat, whose expiry changes the assignment, and the lease key, whose expiry lets the acquire
-// succeed. Waiting for the next periodic tick of each would add up to a DiscoveryInterval and a
-// RenewInterval. Instead both expiries are read from Redis and acted on when they come:
-//
-//   - every discovery round reads the PTTL of the other instances' heartbeats (one pipelined round
-//     trip) and schedules the next round at the first of those expiries (plus takeoverSlack), so the
-//     assignment changes within milliseconds of a heartbeat's disappearance;
-//   - every acquire pass reads the PTTL of the lease keys that refused it (held by another holding)
-//     and schedules another pass at the first of those expiries (plus takeoverSlack). The new owner
-//     then acquires within a round trip of the key's expiry and polls at once (a holding's poll loop
-//     starts with a poll).
-//
-// A heartbeat that expires after the lease therefore delays the takeover until the heartbeat's
-// expiry, and one that expires first until the lease's: the takeover comes at the later of the two,
-// at most max(LeaseTTL, HeartbeatTTL) after the crash plus the round trips. With HeartbeatTTL ≤
-// LeaseTTL (the defaults have them equal) that is within LeaseTTL of the crash. Only the instance the
-// assignment prefers acquires, so balance holds as before and no extra contention is created; an
-// attempt that comes early (the holder renewed in the meantime, or Redis's clock runs behind) is
-// refused like any other and rescheduled from a fresh PTTL.
-//
-// Safety is untouched: the schedule only decides when an ordinary acquire is sent. The acquire script
-// still refuses while the key exists (so never while another holding is valid in Redis), the guard
-// still refuses for one TTL after a fresh dataset, fencing tokens still come from the script, and the
-// new holder still believes only until its local deadline.
+// Taking over at the lease's expiry (see "Taking over" in the package doc): discovery schedules its
+// next round at the first other heartbeat's expiry, and an acquire pass that was refused schedules the
+// next pass at the first refusing lease's expiry, both read as PTTLs from Redis. The schedules only
+// decide when ordinary, atomic acquires are sent; they add no way to hold a lease.
 
 // scheduleTakeover reads the PTTL of the lease keys of eps (which refused this instance's acquire) and
 // arms the takeover alarm for the first expiry. A key that is already gone arms it at once. Errors are
