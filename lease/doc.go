@@ -140,10 +140,13 @@
 // PTTL per refused endpoint and per other instance, not a poll loop. Keyspace expiry notifications
 // would need a server setting, and Redis sends them only when it actually removes the key, lazily on
 // access or by its sampling expiry cycle (up to tens or hundreds of milliseconds late), so a schedule
-// would be needed behind them anyway. Letting a successor acquire at the lease's expiry while the dead
-// holder's heartbeat still lives would gain at most HeartbeatInterval over this design, which the
-// defaults' equal TTLs make unnecessary, at the price of endpoints held outside the assignment. The
-// limit it leaves: a HeartbeatTTL longer than LeaseTTL delays a takeover until the heartbeat expires.
+// would be needed behind them anyway. A lease can expire before its dead holder's heartbeat (its last
+// renewal came up to one RenewInterval before its last heartbeat); acquiring it then, while the
+// assignment still names the dead holder, would need a successor chosen outside the assignment and a
+// way to tell a dead holder from a live one before its heartbeat expires (a missed beat, read by more
+// frequent heartbeat reads). With equal TTLs that would gain at most one RenewInterval and never change
+// the bound of one LeaseTTL after the death, so this design does not do it. The limit it leaves: a
+// HeartbeatTTL longer than LeaseTTL delays a takeover until the heartbeat expires.
 //
 // Safety does not depend on any of this: the schedules only decide when an ordinary acquire is sent.
 // The acquire script still refuses while the key exists, the fresh-dataset guard still refuses every
