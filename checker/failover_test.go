@@ -102,6 +102,15 @@ func TestFailover(t *testing.T) {
 			outcome: Violated, msg: "not polled for 7s",
 		},
 		{
+			// A restart under a new ID: the window around the start is counted from the crash, as the
+			// failover is, not from the last poll before it.
+			name: "restart judged from the fault, not from the last poll",
+			b: crashBase().fault("f1", "restart", 5*s+ms(500), 5*s+ms(500), true, false, "a").
+				life("a", history.LifeCrashed, 5*s+ms(500)).life("a2", history.LifeStarted, 5*s+ms(500)).
+				polls("a2", "e1", 10*s+ms(400), 20*s, s, 2),
+			outcome: Pass, failovers: 1, latency: 4900 * time.Millisecond, to: "a2",
+		},
+		{
 			name: "scale-down leaves an endpoint unpolled",
 			b: newBuilder().life("a", history.LifeStarted, 0).life("b", history.LifeStarted, 0).
 				life("a", history.LifeStopped, 8*s).
@@ -131,4 +140,53 @@ func TestFailover(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The specification's bound is the TTL plus the measuring tolerance; a history that carries it is
+// judged and labelled by it, and one with a bound of its own names both.
+func TestFailoverSpecBound(t *testing.T) {
+	s := time.Second
+	require.Equal(t, 3*s+FailoverTolerance, SpecFailoverBound(3*s))
+	takeover := func(at time.Duration) *builder {
+		return crashBase().fault("f1", "crash", 5*s+ms(500), 5*s+ms(500), true, false, "a").
+			life("a", history.LifeCrashed, 5*s+ms(500)).
+			polls("b", "e1", at, 20*s, s, 2)
+	}
+	tests := []struct {
+		name    string
+		bound   time.Duration
+		at      time.Duration // first poll by the survivor
+		outcome Outcome
+		msg     string
+	}{
+		{"spec bound met at the TTL", SpecFailoverBound(3 * s), 8*s + ms(500), Pass, "(the specification's: lease TTL + 100ms)"},
+		{"spec bound met within the tolerance", SpecFailoverBound(3 * s), 8*s + ms(590), Pass, "max 3.09s"},
+		{"spec bound missed by a discovery tick", SpecFailoverBound(3 * s), 9*s + ms(500), Violated, "over the bound 3.1s"},
+		{"own bound shown beside the spec's", 5 * s, 9*s + ms(500), Pass, "this scenario's own; the specification's is 3.1s"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := takeover(tc.at)
+			b.meta.FailoverBound = tc.bound
+			r := resultOf(t, Check(b.build(), DefaultOptions()), InvFailover)
+			require.Equal(t, tc.outcome, r.Outcome, r.Message)
+			require.Contains(t, allText(r), tc.msg)
+		})
+	}
+}
+
+// Another instance hands e2 to the crashed one, still counted alive when its replacement starts: the
+// missed-poll window around the start runs from the crash, and here it outlasts the bound.
+func TestScaleGapCountedFromRemovingFault(t *testing.T) {
+	s := time.Second
+	b := newBuilder().life("a", history.LifeStarted, 0).life("b", history.LifeStarted, 0).
+		polls("a", "e1", 0, 5*s+ms(500), s, 1).polls("b", "e2", 0, 5*s+ms(200), s, 1).
+		fault("f1", "restart", 5*s+ms(500), 5*s+ms(500), true, false, "a").
+		life("a", history.LifeCrashed, 5*s+ms(500)).life("a2", history.LifeStarted, 5*s+ms(500)).
+		polls("a2", "e1", 9*s+ms(500), 20*s, s, 2).polls("a2", "e2", 10*s+ms(600), 20*s, s, 2)
+	r := resultOf(t, Check(b.build(), DefaultOptions()), InvFailover)
+	require.Equal(t, Violated, r.Outcome, r.Message)
+	require.Len(t, r.Violations, 1, allText(r))
+	require.Equal(t, "e2", r.Violations[0].Endpoint)
+	require.Contains(t, r.Violations[0].Message, "e2 not polled for 5.1s (from 5.5s to 10.6s, counted from the fault")
 }

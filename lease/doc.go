@@ -1,6 +1,6 @@
 // Package lease is Tenure's reference per-endpoint lease manager: a fleet of instances shares the
 // polling of many endpoints so that each endpoint is polled by one instance at a time, the work is
-// spread evenly, and an endpoint whose holder dies is taken over within about one lease TTL.
+// spread evenly, and an endpoint whose holder dies is taken over within one lease TTL of the death.
 //
 // # How it works
 //
@@ -13,7 +13,9 @@
 // Assign) over the live instances, acquires the endpoints assigned to it, renews all its leases in one
 // pipelined round trip per RenewInterval, and polls each held endpoint every PollInterval. A holder that
 // is no longer preferred finishes its in-flight poll, releases, and announces the release on the
-// <prefix>events pub/sub channel so that the preferred instance acquires within milliseconds.
+// <prefix>events pub/sub channel so that the preferred instance acquires within milliseconds. A holder
+// that dies announces nothing: the others read when its heartbeat and its leases expire (PTTL) and act
+// at those moments (see Taking over below).
 //
 // Keys: <prefix>lease:<endpoint> (holding value, TTL LeaseTTL), <prefix>fence:<endpoint> (last
 // fencing token, TTL max(24h, 100*LeaseTTL) from the last grant), <prefix>node:<instance> ("1", TTL
@@ -115,9 +117,41 @@
 //
 // Balance and liveness. When every instance sees the same fleet and the same targets, each owns
 // floor(E/N) or ceil(E/N) endpoints. After a graceful Stop its endpoints move within milliseconds;
-// after a crash, within LeaseTTL plus about one RenewInterval (the leases must expire) once the other
-// instances have noticed the heartbeat is gone (HeartbeatTTL plus up to one DiscoveryInterval).
-// These are liveness bounds, not safety properties: they depend on Redis being reachable.
+// after a crash, within max(LeaseTTL, HeartbeatTTL) of the crash plus a few round trips, which is one
+// LeaseTTL with the defaults (see Taking over). These are liveness bounds, not safety properties: they
+// depend on Redis being reachable.
+//
+// # Taking over
+//
+// The earliest moment anyone may take a dead holder's endpoint is the expiry of its lease key, at most
+// one LeaseTTL after the death (its last renewal was sent before). Two expiries gate a takeover: the
+// heartbeat's, which changes the assignment (until then the dead instance is still preferred), and the
+// lease's, which lets the acquire succeed. Neither is waited for by polling. Each discovery round reads
+// the PTTL of every other instance's heartbeat in one pipelined round trip and schedules the next round
+// at the first expiry (plus 2 ms); each acquire pass reads the PTTL of the lease keys that refused it and
+// schedules the next pass at the first expiry (plus 2 ms). Both schedules run on Config.Clock. The
+// instance the new assignment prefers therefore acquires within a round trip of the later of the two
+// expiries and polls at once: with HeartbeatTTL ≤ LeaseTTL (the defaults have them equal) that is
+// within one LeaseTTL of the death.
+//
+// Why this design and not others. Only the preferred instance tries, so a takeover creates no
+// contention and needs no rebalancing afterwards; an attempt that comes too early (the holder renewed
+// after the PTTL was read) is refused like any other and rescheduled from a fresh PTTL, so the cost is a
+// PTTL per refused endpoint and per other instance, not a poll loop. Keyspace expiry notifications
+// would need a server setting, and Redis sends them only when it actually removes the key, lazily on
+// access or by its sampling expiry cycle (up to tens or hundreds of milliseconds late), so a schedule
+// would be needed behind them anyway. A lease can expire before its dead holder's heartbeat (its last
+// renewal came up to one RenewInterval before its last heartbeat); acquiring it then, while the
+// assignment still names the dead holder, would need a successor chosen outside the assignment and a
+// way to tell a dead holder from a live one before its heartbeat expires (a missed beat, read by more
+// frequent heartbeat reads). With equal TTLs that would gain at most one RenewInterval and never change
+// the bound of one LeaseTTL after the death, so this design does not do it. The limit it leaves: a
+// HeartbeatTTL longer than LeaseTTL delays a takeover until the heartbeat expires.
+//
+// Safety does not depend on any of this: the schedules only decide when an ordinary acquire is sent.
+// The acquire script still refuses while the key exists, the fresh-dataset guard still refuses every
+// grant for one TTL after a new dataset, tokens still come from the script, and the new holder believes
+// only until its local deadline, counted from its own send time.
 //
 // Link health. A request whose reply is lost may still have taken effect, so an instance that stops
 // hearing from Redis stops writing rather than keep its keys alive blindly (under a one-way
@@ -136,9 +170,9 @@
 // replies stop (a heartbeat is sent at least that often). No write starts after tf, and one already
 // under way ends within OpTimeout (go-redis re-sends only within the call's bound), so the
 // instance's keys are gone from Redis by tf + OpTimeout + max(LeaseTTL, HeartbeatTTL), and the
-// others poll its endpoints by tf + OpTimeout + max(HeartbeatTTL + DiscoveryInterval, LeaseTTL +
-// RenewInterval): with the defaults, 42s after the first failure and 54s after replies stop, even
-// when its requests still reach Redis (one-way partition).
+// others poll its endpoints a few round trips later (see Taking over): with the defaults, 33s after the
+// first failure and 46s after replies stop, even when its requests still reach Redis (one-way
+// partition).
 //
 // Not guaranteed: single polling when the assumptions above fail (use fencing), any bound while Redis
 // is unreachable (polling stops, by design), and balance while instances disagree about the fleet.

@@ -81,6 +81,10 @@ type Manager struct {
 	acquireKick  chan struct{}
 	discoverKick chan struct{}
 	renewKick    chan struct{}
+	// takeover fires an acquire pass when a lease that refused this instance expires in Redis;
+	// fleetWake fires a discovery round when the first other instance's heartbeat expires (takeover.go).
+	takeover  *alarm
+	fleetWake *alarm
 }
 
 // New validates cfg, fills in defaults and registers metrics. It does not touch Redis. For bounded
@@ -112,7 +116,7 @@ func New(client redis.UniversalClient, cfg Config) (*Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lease: register metrics: %w", err)
 	}
-	return &Manager{
+	m := &Manager{
 		client:       client,
 		cfg:          cfg,
 		id:           cfg.InstanceID,
@@ -131,7 +135,10 @@ func New(client redis.UniversalClient, cfg Config) (*Manager, error) {
 		acquireKick:  make(chan struct{}, 1),
 		discoverKick: make(chan struct{}, 1),
 		renewKick:    make(chan struct{}, 1),
-	}, nil
+	}
+	m.takeover = newAlarm(cfg.Clock, m.acquireKick)
+	m.fleetWake = newAlarm(cfg.Clock, m.discoverKick)
+	return m, nil
 }
 
 // ID returns the instance ID.
@@ -202,7 +209,9 @@ func (m *Manager) Start(ctx context.Context) error {
 	m.mu.Unlock()
 
 	m.metrics.setLinkHealthy(true)
-	m.loops.Add(6)
+	m.loops.Add(8)
+	go func() { defer m.loops.Done(); m.takeover.run(m.runCtx.Done()) }()
+	go func() { defer m.loops.Done(); m.fleetWake.run(m.runCtx.Done()) }()
 	go m.every(m.cfg.HeartbeatInterval, nil, m.heartbeatTick)
 	go m.every(m.cfg.DiscoveryInterval, m.discoverKick, m.discover)
 	go m.every(m.cfg.RenewInterval, m.acquireKick, m.acquirePass)

@@ -148,6 +148,8 @@ func (m *Manager) acquirePass() {
 	cancel()
 	m.noteBatch("acquire", calls)
 
+	var refused []string // held by another holding: try again when that lease expires
+	defer func() { m.scheduleTakeover(refused) }()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.state == stateDone {
@@ -172,6 +174,7 @@ func (m *Manager) acquirePass() {
 			m.metrics.acquireFailed("held")
 			m.log.Debug("lease: acquire failed: held by another instance", "instance", m.id, "endpoint", ep, "token", 0)
 			m.freeLocked(ep, s.stale)
+			refused = append(refused, ep)
 		case sc.res < 0:
 			m.metrics.acquireFailed("guard")
 			m.log.Debug("lease: acquire refused: fresh-dataset guard", "instance", m.id, "endpoint", ep, "token", 0)
@@ -328,11 +331,26 @@ func (m *Manager) refresh() error {
 		return fmt.Errorf("targets: %w", err) // a TargetSource may not use this link: not counted
 	}
 	prefix := m.keys.node("")
-	insts := []string{m.id} // we are alive even if our heartbeat was lost with a restarted Redis
+	var others []string
 	for _, k := range nodeKeys {
-		insts = append(insts, strings.TrimPrefix(k, prefix))
+		if id := strings.TrimPrefix(k, prefix); id != m.id {
+			others = append(others, id)
+		}
 	}
-	insts = dedupe(insts)
+	others, wake, err := m.heartbeatExpiries(ctx, dedupe(others))
+	if err != nil {
+		m.noteErr("discovery", err)
+		return fmt.Errorf("instances: %w", err)
+	}
+	// The next round comes when the first other heartbeat expires, so that a dead instance's
+	// endpoints are reassigned at that moment rather than at the next tick (see takeover.go).
+	if wake.IsZero() {
+		m.fleetWake.set(time.Time{})
+	} else {
+		m.fleetWake.set(wake.Add(takeoverSlack))
+	}
+	// We are alive even if our heartbeat was lost with a restarted Redis.
+	insts := dedupe(append(others, m.id))
 	assign := Assign(insts, targets)
 	if m.mut.Has(mutation.PlainRendezvous) {
 		assign = assignPlain(insts, targets)

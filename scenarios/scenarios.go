@@ -66,27 +66,30 @@ var all = []sim.Scenario{
 		Steady: w(90*s, 110*s), ExpectBalance: true,
 	},
 	{
-		Name: "crash-failover", Description: "A holder crashes without releasing; its endpoints are polled by survivors within TTL plus one discovery and one poll interval.",
+		Name: "crash-failover", Description: "A holder crashes without releasing; survivors poll its endpoints within one lease TTL of the crash (the moment its leases expire), not at their next discovery tick.",
 		Instances: 3, Endpoints: 9, Duration: 140 * s, Steps: chaos.Schedule{{At: 60 * s, Fault: chaos.Crash{Slot: 0}}},
 		Steady: w(115*s, 140*s), ExpectBalance: true,
 	},
 	{
-		Name: "restart-new-id", Description: "An instance restarts with a new ID; it cannot renew its old leases and must acquire them legitimately.",
+		Name: "restart-new-id", Description: "An instance restarts with a new ID; it cannot renew its old leases and must acquire them legitimately, each within one lease TTL of the restart.",
 		Instances: 3, Endpoints: 9, Duration: 140 * s, Steps: chaos.Schedule{{At: 60 * s, Fault: chaos.Restart{Slot: 1}}},
 		Steady: w(115*s, 140*s), ExpectBalance: true,
 	},
 	{
-		Name: "redis-partition", Description: "A holder is cut off from Redis for longer than a TTL; it must stop polling before anyone else may start.",
+		Name: "redis-partition", Description: "A holder is cut off from Redis for longer than a TTL; it must stop polling before anyone else may start, and others poll its endpoints within one lease TTL of the cut.",
 		Instances: 3, Endpoints: 9, Duration: 150 * s, Steps: chaos.Schedule{{At: 60 * s, For: 50 * s, Fault: chaos.Partition{Of: "ep-0"}}},
 		Steady: w(135*s, 150*s), ExpectBalance: true,
 	},
 	{
-		Name: "one-way-partition", Description: "A holder's requests reach Redis but its replies are lost for 70 s: its writes take effect unseen, yet its endpoints must move to others within the failover bound.",
+		Name: "one-way-partition", Description: "A holder's requests reach Redis but its replies are lost for 70 s: its writes take effect unseen, yet its endpoints must move to others within 47 s (its writes may extend its lease for 16 s before it notices; the specification's TTL bound assumes a crash or a two-way partition).",
 		Instances: 3, Endpoints: 9, Duration: 170 * s, Steps: chaos.Schedule{{At: 60 * s, For: 70 * s, Fault: chaos.Partition{Of: "ep-0", OneWay: true}}},
 		Steady: w(155*s, 170*s), ExpectBalance: true,
-		// Writes keep landing until the holder notices it gets no replies (up to one heartbeat interval
-		// plus a call timeout), and the lease runs a full TTL from the last one that landed.
-		FailoverBound: 60 * s,
+		// Outside the specification's failure model (a crash or a partition both ways): writes keep
+		// landing until the holder notices it gets no replies (up to one heartbeat interval plus a call
+		// timeout, 13 s), one under way may land a call timeout later (3 s), and its lease and heartbeat
+		// then run a full TTL (30 s) from the last one that landed: 46 s, plus 1 s for measuring. The
+		// verdict shows the specification's bound beside it.
+		FailoverBound: 47 * s,
 	},
 	{
 		Name: "latency", Description: "Every link slows to 600 ms ± 300 ms per round trip; slow replies must never extend a belief.",

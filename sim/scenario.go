@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tenurelabs/tenure/chaos"
+	"github.com/tenurelabs/tenure/checker"
 	"github.com/tenurelabs/tenure/history"
 )
 
@@ -41,8 +42,10 @@ type Scenario struct {
 	// System is the system this scenario is written for ("election-redis"); empty means any lease
 	// system. simrun uses it unless --system is given.
 	System string
-	// FailoverBound overrides the default bound (see FailoverBound) in spec time, for backends whose
-	// dead-peer detection is documented to take longer.
+	// FailoverBound overrides the default bound (see FailoverBound) in spec time, for a fault outside the
+	// specification's failure model (a one-way partition) or a backend whose dead-peer detection is
+	// documented to take longer. The description must say why; the verdict shows it beside the
+	// specification's.
 	FailoverBound time.Duration
 	// StartJitter bounds, per seed, how much later than the run's start each instance of the initial
 	// fleet starts, so that their poll and renewal cycles fall at other phases on each seed: zero means
@@ -117,11 +120,13 @@ func (t Timing) scaled(f float64) Timing {
 	return out
 }
 
-// FailoverBound is the longest acceptable time from a fault to the next poll of an affected endpoint:
-// the lease must expire (TTL), a survivor must notice at its next discovery tick, and poll at its next
-// poll tick.
+// FailoverBound is the longest acceptable time from a fault to the next poll of an affected endpoint,
+// and the longest missed-poll window around a scale change: the specification's bound, the lease TTL
+// (a crashed holder's lease expires at most one TTL after the crash, and the next owner can act at
+// that moment), plus checker.FailoverTolerance for measuring. It holds no discovery or poll interval:
+// a system that notices a dead holder only at its next periodic tick fails it.
 func FailoverBound(t Timing) time.Duration {
-	return t.LeaseTTL + t.DiscoveryInterval + t.PollInterval
+	return checker.SpecFailoverBound(t.LeaseTTL)
 }
 
 // Validate checks a scenario against the options it will run with.

@@ -1,0 +1,98 @@
+package lease
+
+import (
+	"context"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Taking over at the lease's expiry (see "Taking over" in the package doc): discovery schedules its
+// next round at the first other heartbeat's expiry, and an acquire pass that was refused schedules the
+// next pass at the first refusing lease's expiry, both read as PTTLs from Redis. The schedules only
+// decide when ordinary, atomic acquires are sent; they add no way to hold a lease.
+
+// scheduleTakeover reads the PTTL of the lease keys of eps (which refused this instance's acquire) and
+// arms the takeover alarm for the first expiry. A key that is already gone arms it at once. Errors are
+// counted on the link and otherwise ignored: the periodic acquire pass still retries.
+func (m *Manager) scheduleTakeover(eps []string) {
+	if len(eps) == 0 {
+		return
+	}
+	octx, cancel := m.opCtx()
+	defer cancel()
+	p := m.client.Pipeline()
+	cmds := make([]*redis.DurationCmd, len(eps))
+	for i, ep := range eps {
+		cmds[i] = p.PTTL(octx, m.keys.lease(ep))
+	}
+	sent := m.clock.Now()
+	_, err := p.Exec(octx)
+	if err != nil && m.runCtx.Err() == nil {
+		m.noteErr("acquire", err)
+		return
+	}
+	if first, ok := firstExpiry(sent, cmds); ok {
+		m.takeover.arm(first.Add(takeoverSlack))
+	}
+}
+
+// firstExpiry returns the earliest time, counted from sent, at which one of the keys read by cmds
+// expires: sent itself for a key that is gone (-2), nothing for a key without a TTL (-1).
+func firstExpiry(sent time.Time, cmds []*redis.DurationCmd) (time.Time, bool) {
+	var first time.Time
+	ok := false
+	for _, c := range cmds {
+		d, err := c.Result()
+		if err != nil {
+			continue
+		}
+		var at time.Time
+		switch {
+		case d == -2: // gone
+			at = sent
+		case d < 0: // no TTL: not ours to wait for
+			continue
+		default:
+			at = sent.Add(d)
+		}
+		if !ok || at.Before(first) {
+			first, ok = at, true
+		}
+	}
+	return first, ok
+}
+
+// heartbeatExpiries reads the PTTL of the heartbeats of others (instance IDs) in one round trip. It
+// returns the instances whose heartbeat still exists and the first time one of them expires (zero when
+// none has a TTL).
+func (m *Manager) heartbeatExpiries(ctx context.Context, others []string) ([]string, time.Time, error) {
+	if len(others) == 0 {
+		return nil, time.Time{}, nil
+	}
+	p := m.client.Pipeline()
+	cmds := make([]*redis.DurationCmd, len(others))
+	for i, id := range others {
+		cmds[i] = p.PTTL(ctx, m.keys.node(id))
+	}
+	sent := m.clock.Now()
+	if _, err := p.Exec(ctx); err != nil {
+		return nil, time.Time{}, err
+	}
+	var alive []string
+	var first time.Time
+	for i, c := range cmds {
+		d := c.Val()
+		if d == -2 {
+			continue // expired or deleted since the scan
+		}
+		alive = append(alive, others[i])
+		if d < 0 {
+			continue
+		}
+		if at := sent.Add(d); first.IsZero() || at.Before(first) {
+			first = at
+		}
+	}
+	return alive, first, nil
+}
