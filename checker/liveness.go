@@ -10,8 +10,11 @@ import (
 
 // pausedGrace returns how long after a pause or removal a poll may still start: one poll interval (the
 // poll was already decided) plus a quarter interval, at least 20 ms, for scheduling on a loaded machine.
-func pausedGrace(pi time.Duration) time.Duration {
-	return pi + max(pi/4, 20*time.Millisecond)
+//
+// A system learns of a pause at its next scan of the targets, so the grace also covers one discovery
+// interval when the history records it (older histories: none).
+func pausedGrace(pi, discovery time.Duration) time.Duration {
+	return discovery + pi + max(pi/4, 20*time.Millisecond)
 }
 
 // checkLiveness judges two things:
@@ -107,7 +110,7 @@ func longestGap(polls []*history.Event, since, from, to time.Duration) (gap, boo
 // checkPausedSessions adds a violation for each pause or removal after which the endpoint was polled
 // too late, and returns how many pauses and removals it judged.
 func checkPausedSessions(idx *index, c *collector) int {
-	grace := pausedGrace(idx.meta.PollInterval)
+	grace := pausedGrace(idx.meta.PollInterval, idx.meta.DiscoveryInterval)
 	judged := 0
 	for ep, evs := range idx.sessions {
 		polls := idx.polls[ep]

@@ -40,6 +40,14 @@ func TestLiveness(t *testing.T) {
 		{"paused session polled", newBuilder().polls("a", "e1", 0, 20*s, s, 0).
 			polls("b", "e2", 0, 10*s, s, 0).session("e2", history.SessionPaused, 5*s+ms(500)),
 			Violated, "e2 was paused at 5.5s but b polled it at 7s (3 polls after the grace of 1.25s)"},
+		{"paused session polled until the next scan", newBuilder().with(func(m *history.Meta) { m.DiscoveryInterval = 2 * s }).
+			polls("a", "e1", 0, 20*s, s, 0).
+			polls("b", "e2", 0, 8*s, s, 0).session("e2", history.SessionPaused, 5*s+ms(500)),
+			Pass, "1 pauses or removals judged"},
+		{"paused session polled after the next scan", newBuilder().with(func(m *history.Meta) { m.DiscoveryInterval = 2 * s }).
+			polls("a", "e1", 0, 20*s, s, 0).
+			polls("b", "e2", 0, 10*s, s, 0).session("e2", history.SessionPaused, 5*s+ms(500)),
+			Violated, "e2 was paused at 5.5s but b polled it at 9s (1 polls after the grace of 3.25s)"},
 		{"removed session polled", newBuilder().polls("a", "e1", 0, 20*s, s, 0).
 			polls("b", "e2", 0, 10*s, s, 0).session("e2", history.SessionRemoved, 5*s+ms(500)),
 			Violated, "e2 was removed"},

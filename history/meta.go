@@ -31,6 +31,10 @@ type Meta struct {
 	FailoverBound time.Duration `json:"failover_bound"`
 	// PollInterval is how often a holder polls each endpoint it holds, at this time scale.
 	PollInterval time.Duration `json:"poll_interval"`
+	// DiscoveryInterval is how often, at most, the system is told to look for new, paused and removed
+	// targets (its session scan), at this time scale; zero in older histories. A paused session may be
+	// polled until the system's next scan has seen the pause.
+	DiscoveryInterval time.Duration `json:"discovery_interval,omitempty"`
 	// Fencing is set when the simulated endpoints refused stale tokens.
 	Fencing bool `json:"fencing"`
 	// Steady lists the windows in which the fleet is expected to be settled: balance and liveness are

@@ -434,7 +434,7 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 			Schema: history.SchemaVersion, Scenario: sc.Name, Suite: o.Suite, System: o.System.Name(), Kind: kind,
 			Backend: backend.Describe(), Seed: o.Seed, TimeScale: o.TimeScale,
 			Instances: sc.Instances, Endpoints: sc.Endpoints, LeaseTTL: timing.LeaseTTL,
-			FailoverBound: failoverBound(sc, timing, o.TimeScale), PollInterval: timing.PollInterval, Fencing: sc.Fencing,
+			FailoverBound: failoverBound(sc, timing, o.TimeScale), PollInterval: timing.PollInterval, DiscoveryInterval: timing.DiscoveryInterval, Fencing: sc.Fencing,
 			Steady: steady, ExpectBalance: sc.ExpectBalance, Duration: end, StartedAt: start.UTC(),
 			Command: o.Command, Interrupted: interrupted, Expect: sc.Expect,
 			Assumptions: assumptions(sc, timing, backend, schedule),
