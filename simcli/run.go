@@ -143,9 +143,10 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	}
 
 	rows, entries, code, err := runJobs(ctx, &f, jobs, base, stdout, stderr)
-	if err != nil {
+	if err != nil && !errors.Is(err, errSomeErrored) {
 		return code, err
 	}
+	runErr := err
 	printSummary(stdout, rows)
 	if base != "" {
 		name := f.suite
@@ -157,8 +158,12 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 		}
 		fmt.Fprintf(stdout, "index: %s\n", filepath.Join(base, "index.html"))
 	}
-	return code, nil
+	return code, runErr
 }
+
+// errSomeErrored marks a run of several scenarios in which some could not be set up: the others ran,
+// and their summary and index are still written.
+var errSomeErrored = errors.New("setup failed")
 
 // result is one finished job.
 type result struct {
@@ -217,11 +222,13 @@ func runJobs(ctx context.Context, f *runFlags, jobs []job, base string, stdout, 
 					return
 				}
 				row, entry, err := runOne(ctx, j, quiet, out, stderr)
+				if err != nil && ctx.Err() == nil {
+					// One scenario that cannot be set up (a backend that does not come up in time, say)
+					// is that scenario's error: the others still run, and the exit code says so.
+					fmt.Fprintf(out, "  ERROR %v\n", err)
+				}
 				mu.Lock()
 				results = append(results, result{idx: idx, row: row, entry: entry, err: err, job: j})
-				if err != nil && ctx.Err() == nil {
-					failed = true
-				}
 				mu.Unlock()
 			}
 		}()
@@ -233,16 +240,24 @@ func runJobs(ctx context.Context, f *runFlags, jobs []job, base string, stdout, 
 	var entries []reports.SuiteEntry
 	code := ExitOK
 	var firstErr error
+	var errored []string
+	ran := 0
 	for _, r := range results {
 		if r.err != nil {
+			if errors.Is(r.err, context.Canceled) && ctx.Err() != nil {
+				if r.row.scenario != "" {
+					rows = append(rows, r.row) // interrupted, but its partial reports were written
+				}
+				continue
+			}
 			if firstErr == nil {
 				firstErr = r.err
 			}
-			if errors.Is(r.err, context.Canceled) && r.row.scenario != "" {
-				rows = append(rows, r.row) // interrupted, but its partial reports were written
-			}
+			errored = append(errored, r.err.Error())
+			rows = append(rows, summaryRow{scenario: r.job.opts.Scenario.Name, errored: true, outcomes: map[string]checker.Outcome{}})
 			continue
 		}
+		ran++
 		rows = append(rows, r.row)
 		if base != "" {
 			rel, _ := filepath.Rel(base, r.job.dir)
@@ -262,10 +277,14 @@ func runJobs(ctx context.Context, f *runFlags, jobs []job, base string, stdout, 
 		return rows, entries, ExitInterrupted, fmt.Errorf("interrupted: partial histories saved under %s", where)
 	}
 	if firstErr != nil {
-		if base != "" && len(rows) == 0 && !baseExisted {
+		if base != "" && ran == 0 && !baseExisted {
 			_ = os.RemoveAll(base) // nothing ran: leave no half-run behind
 		}
-		return rows, entries, ExitUsage, firstErr
+		if len(jobs) == 1 {
+			return rows, entries, ExitUsage, firstErr
+		}
+		return rows, entries, ExitUsage, fmt.Errorf("%w: %d of %d scenarios could not be set up (the others ran; see the summary): %s",
+			errSomeErrored, len(errored), len(jobs), strings.Join(errored, "; "))
 	}
 	return rows, entries, code, nil
 }

@@ -251,3 +251,18 @@ func TestReportRechecksSavedHistories(t *testing.T) {
 		})
 	}
 }
+
+// A scenario that cannot be set up is that scenario's error: the others still run and are judged, the
+// summary and index list it, and the exit code says a setup failed.
+func TestOneScenarioSetupErrorDoesNotAbortTheOthers(t *testing.T) {
+	redistest.Start(t)
+	out := filepath.Join(t.TempDir(), "out")
+	code, stdout, stderr := run(t, "run", "election-leader-crash-pg", "single-instance", "--seed", "1",
+		"--postgres", "postgres://nobody@127.0.0.1:1/x?connect_timeout=1", "--redis", "server", "--quiet", "--out", out)
+	require.Equal(t, simcli.ExitUsage, code, stdout+stderr)
+	require.Contains(t, stdout, "PASS single-instance", "the scenario after the failed one still ran")
+	require.Regexp(t, `election-leader-crash-pg\s+ERROR`, stdout)
+	require.Contains(t, stderr, "1 of 2 scenarios could not be set up")
+	require.FileExists(t, filepath.Join(out, "index.html"))
+	require.FileExists(t, filepath.Join(out, "single-instance", "report.html"))
+}

@@ -18,6 +18,7 @@ import (
 type summaryRow struct {
 	scenario string
 	passed   bool
+	errored  bool // the scenario could not be set up: no history, no verdict
 	outcomes map[string]checker.Outcome
 	detail   string
 	refused  int // polls refused by fencing: never violations of single-poller
@@ -106,8 +107,16 @@ func printSummary(w io.Writer, rows []summaryRow) {
 		if r.passed {
 			pass++
 		}
-		fmt.Fprintf(tw, "%s\t%s", r.scenario, verdictWord(r.passed))
+		word := verdictWord(r.passed)
+		if r.errored {
+			word = "ERROR"
+		}
+		fmt.Fprintf(tw, "%s\t%s", r.scenario, word)
 		for _, inv := range invariantOrder {
+			if r.errored {
+				fmt.Fprint(tw, "\t-")
+				continue
+			}
 			fmt.Fprintf(tw, "\t%s", mark(r.outcomes[inv]))
 		}
 		fmt.Fprintf(tw, "\t%d\t%s\n", r.refused, r.failover)
