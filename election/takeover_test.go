@@ -1,46 +1,82 @@
 package election
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 )
 
-// TestRedisCrashedLeaderReplacedAtExpiry crashes successive leaders (they stop renewing and release
-// nothing) with RetryInterval as long as the TTL, and checks that a standby leads within a small
-// tolerance of the moment the crashed leader's key expires on Redis, hence within TTL of the crash. A
-// standby that only retried every RetryInterval would start up to a whole TTL after the expiry.
+// takeoverTolerance is how long after a crashed leader's holding ends on the backend a standby may take
+// to act: loopback round trips and timers on a loaded machine. A standby that only retried every
+// RetryInterval (here the whole TTL) would mostly act far later.
+const takeoverTolerance = 200 * time.Millisecond
+
+// crashRounds crashes successive leaders of f three times and checks that a standby acts within
+// takeoverTolerance of the moment the crashed holding ends on the backend (left reads how long it still
+// has, right after the crash), hence within TTL of the crash. crash ends elector i as a crashed
+// process would.
+func crashRounds(t *testing.T, f *fleet, left func() time.Duration, crash func(i int)) {
+	t.Helper()
+	l := f.leader(t, 2*testTTL+3*time.Second)
+	prev, began := f.nextStart(t, time.Second)
+	for round := range 3 {
+		// Fault timing, not synchronisation: crash half a TTL into the leadership, after a renewal,
+		// so the holding's end falls between the standbys' periodic retries (which started when they
+		// were refused, at the previous holding's end).
+		<-time.After(time.Until(began.Add(testTTL/2 + testRenew/4)))
+		crashed := time.Now()
+		crash(l)
+		d := left()
+		require.Positive(t, d, "round %d: the crashed leader's holding is still on the backend", round)
+		ends := time.Now().Add(d)
+		term, at := f.nextStart(t, 2*testTTL+time.Second)
+		t.Logf("round %d: new leader %s after the crash, %s after the holding's end", round, at.Sub(crashed), at.Sub(ends))
+		require.Greater(t, term, prev)
+		require.Less(t, at.Sub(ends), takeoverTolerance, "round %d: the standby acts when the holding ends, not a RetryInterval later", round)
+		require.Less(t, at.Sub(crashed), testTTL+takeoverTolerance, "round %d: failover within TTL of the crash", round)
+		l, prev, began = f.leader(t, time.Second), term, at
+	}
+	f.finish(t)
+}
+
+// TestRedisCrashedLeaderReplacedAtExpiry: on Redis the holding ends when the leader key expires.
 func TestRedisCrashedLeaderReplacedAtExpiry(t *testing.T) {
 	t.Parallel()
-	const tolerance = 200 * time.Millisecond // loopback round trips and timers on a loaded machine
 	env := newRedisEnv(t)
 	f := redisFleet(t, env, 4, func(c *Config) { c.RetryInterval = testTTL })
 	begin := time.Now()
 	f.start(t)
-	l := f.leader(t, 2*testTTL+3*time.Second)
+	f.leader(t, 2*testTTL+3*time.Second)
 	// The role is new, so the fresh-dataset guard holds everyone off for one TTL; the refused
 	// candidates read its end and contend then, not at their next RetryInterval.
-	require.Less(t, time.Since(begin), testTTL+tolerance+100*time.Millisecond, "first leader at the guard's end")
-	prev, began := f.nextStart(t, time.Second)
-	key := "election:{" + f.es[l].Role() + "}:leader"
-	for round := range 3 {
-		// Fault timing, not synchronisation: crash half a RetryInterval into the leadership, after a
-		// renewal, so the key's expiry falls between the standbys' periodic retries (which started
-		// when they were refused, at the previous leader's expiry).
-		<-time.After(time.Until(began.Add(testTTL/2 + testRenew/4)))
-		crashed := time.Now()
-		f.cancels[l]() // crash: no release, no more renewals
-		pttl, err := env.c.PTTL(t.Context(), key).Result()
+	require.Less(t, time.Since(begin), testTTL+takeoverTolerance+100*time.Millisecond, "first leader at the guard's end")
+	key := "election:{" + f.es[0].Role() + "}:leader"
+	crashRounds(t, f, func() time.Duration {
+		d, err := env.c.PTTL(t.Context(), key).Result()
 		require.NoError(t, err)
-		require.Positive(t, pttl, "round %d: the crashed leader's key is still there", round)
-		expiry := time.Now().Add(pttl)
-		term, at := f.nextStart(t, 2*testTTL+time.Second)
-		t.Logf("round %d: new leader %s after the crash, %s after the key's expiry", round, at.Sub(crashed), at.Sub(expiry))
-		require.Greater(t, term, prev)
-		require.Less(t, at.Sub(expiry), tolerance, "round %d: the standby acts at the key's expiry, not a RetryInterval later", round)
-		require.Less(t, at.Sub(crashed), testTTL+tolerance, "round %d: failover within TTL of the crash", round)
-		l, prev, began = f.leader(t, time.Second), term, at
-	}
-	f.finish(t)
+		return d
+	}, func(i int) { f.cancels[i]() })
+}
+
+// TestPostgresCrashedLeaderReplacedAtLeaseUntil: on PostgreSQL a process that dies closes its session,
+// which frees the advisory lock at once; the standby that then gets the lock is refused until the
+// visible lease_until, and contends again right then.
+func TestPostgresCrashedLeaderReplacedAtLeaseUntil(t *testing.T) {
+	t.Parallel()
+	p := newPGEnv(t)
+	f, bs := pgFleet(t, p, 4, func(c *Config) { c.RetryInterval = testTTL })
+	f.start(t)
+	role := f.es[0].Role()
+	crashRounds(t, f, func() time.Duration {
+		var ms int64
+		err := p.admin.QueryRow(context.Background(), `SELECT (extract(epoch FROM lease_until - now()) * 1000)::bigint
+			FROM `+bs[0].Table()+` WHERE role = $1`, role).Scan(&ms)
+		require.NoError(t, err)
+		return time.Duration(ms) * time.Millisecond
+	}, func(i int) {
+		f.cancels[i]()
+		_ = bs[i].Close() // the process's sockets close with it
+	})
 }
