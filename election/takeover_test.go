@@ -2,10 +2,13 @@ package election
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/tenurelabs/tenure/clock"
 )
 
 // takeoverTolerance is how long after a crashed leader's holding ends on the backend a standby may take
@@ -79,4 +82,51 @@ func TestPostgresCrashedLeaderReplacedAtLeaseUntil(t *testing.T) {
 		f.cancels[i]()
 		_ = bs[i].Close() // the process's sockets close with it
 	})
+}
+
+// frozenClock reads a fixed time; nextAttempt only reads the clock.
+type frozenClock struct{ now time.Time }
+
+func (c frozenClock) Now() time.Time                     { return c.now }
+func (c frozenClock) NewTimer(time.Duration) clock.Timer { panic("not used") }
+
+func TestNextAttemptSchedulesAtTheHoldingsEnd(t *testing.T) {
+	t.Parallel()
+	asked := time.Unix(1000, 0)
+	cfg := testConfig(t, "r", "me", 1)
+	cfg.RetryInterval = testTTL
+	cfg.Clock = frozenClock{now: asked.Add(5 * time.Millisecond)} // the answer took 5 ms
+	e, err := New(NewRedisBackend(nil, RedisOptions{}), cfg)
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name      string
+		info      LeaderInfo
+		err       error
+		quick     bool
+		want      time.Duration
+		wantQuick bool
+	}{
+		{"held: at the end, counted from the question", LeaderInfo{ID: "x", TTL: 700 * time.Millisecond}, nil, false, 697 * time.Millisecond, false},
+		{"held longer than RetryInterval", LeaderInfo{ID: "x", TTL: 5 * time.Second}, nil, false, testTTL, false},
+		{"held, nearly over", LeaderInfo{ID: "x", TTL: time.Millisecond}, nil, false, takeoverSlack, false},
+		{"held without a TTL", LeaderInfo{ID: "x"}, nil, false, testTTL, false},
+		{"guard", LeaderInfo{Guard: 1500 * time.Millisecond}, nil, true, 1497 * time.Millisecond, false},
+		{"nobody: once at once", LeaderInfo{}, nil, false, takeoverSlack, true},
+		{"nobody again: RetryInterval", LeaderInfo{}, nil, true, testTTL, false},
+		{"error", LeaderInfo{ID: "x", TTL: time.Second}, errors.New("timeout"), false, testTTL, false},
+	} {
+		d, quick := e.nextAttempt(asked, tc.info, tc.err, tc.quick)
+		require.Equal(t, tc.want, d, tc.name)
+		require.Equal(t, tc.wantQuick, quick, tc.name)
+	}
+}
+
+func TestGuardLeft(t *testing.T) {
+	t.Parallel()
+	now := time.UnixMicro(5_000_000)
+	require.Equal(t, 1500*time.Millisecond, guardLeft("abc 6500000", now))
+	require.Zero(t, guardLeft("abc 4000000", now), "over")
+	require.Zero(t, guardLeft("", now), "no epoch key")
+	require.Zero(t, guardLeft("abc x", now), "malformed")
+	require.Zero(t, guardLeft("abc 6500000", time.Time{}), "no server time")
 }
