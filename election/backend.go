@@ -25,7 +25,9 @@ type Backend interface {
 	// Release gives role up if it is held by id with term, and tells waiting candidates. It returns
 	// ErrNotHeld (wrapped) when it was not; it never ends a later holding of id.
 	Release(ctx context.Context, role, id string, term uint64) error
-	// Leader reports who the backend believes holds role. A zero LeaderInfo.ID means nobody.
+	// Leader reports who the backend believes holds role. A zero LeaderInfo.ID means nobody. A
+	// candidate refused by TryAcquire schedules its next attempt from LeaderInfo.TTL (or Guard), so a
+	// backend that can tell when the role may next be granted should report it there.
 	Leader(ctx context.Context, role string) (LeaderInfo, error)
 	// Close frees the backend's resources. It releases nothing explicitly; holdings end as the backend's
 	// rules say (a Redis key expires; a PostgreSQL session lock ends with the session).
@@ -53,6 +55,9 @@ type LeaderInfo struct {
 	// Heartbeat is the backend's time of the holder's last acquire or renewal, when the backend records
 	// it (zero otherwise).
 	Heartbeat time.Time
+	// Guard is, when nobody holds the role but the backend grants it to nobody yet (the Redis
+	// fresh-dataset guard), how long that lasts as the backend sees it; zero otherwise.
+	Guard time.Duration
 
 	_ struct{}
 }

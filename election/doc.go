@@ -122,10 +122,25 @@
 //     an acknowledged renewal. Sequence values can repeat too. Keep synchronous_commit on (the default).
 //   - A failover to a replica without the latest commits, for the same reason.
 //
+// # Taking over when the holding ends
+//
+// A crashed leader's last renewal came before the crash, so its holding ends on the backend at most one
+// TTL after it. A candidate whose acquire is refused asks the backend (Backend.Leader, one round trip)
+// how long the holding has left (Redis: the leader key's PTTL; PostgreSQL: lease_until - now()), or how
+// long the fresh-dataset guard has left, and sends its next acquire 2 ms after that end, never later
+// than RetryInterval, measured on Clock from before the question was sent (so it errs early; an early
+// attempt is refused and reads what is left). Failover after a crash is therefore TTL plus a round trip
+// and a timer's delay, not TTL + RetryInterval; a live leader costs its standbys at most one extra
+// acquire per renewal. The schedule only decides when the ordinary acquire is sent: it grants nothing,
+// and every check above still applies to that acquire. Release hints still make a graceful handoff
+// immediate.
+//
 // # What is not guaranteed
 //
-// Liveness: a leader is elected only while the backend is reachable. Failover after a crash takes up to
-// TTL + RetryInterval (Redis) and is bounded by the server's dead-session detection on PostgreSQL (see
-// PostgresBackend). Work that ignores its context past HandoffTimeout may overlap its successor. Events
-// may be dropped when nobody reads them.
+// Liveness: a leader is elected only while the backend is reachable. Failover after a crash takes about
+// TTL on Redis; an acquire or question that fails (a timeout, an unhealthy link) falls back to
+// RetryInterval. On PostgreSQL it takes until lease_until when the crashed process's session closed with
+// it, and otherwise is bounded by the server's dead-session detection (see PostgresBackend). Work that
+// ignores its context past HandoffTimeout may overlap its successor. Events may be dropped when nobody
+// reads them.
 package election

@@ -289,6 +289,7 @@ func (e *Elector) run(ctx context.Context) {
 
 	var lastTerm uint64
 	reissued := false // a stale holding was just released to get a new term
+	quick := false    // the last wait was an immediate retry (see nextAttempt)
 	for ctx.Err() == nil && !e.stopping() {
 		sent := e.cfg.Clock.Now()
 		actx, cancel := context.WithTimeout(ctx, e.cfg.OpTimeout)
@@ -334,7 +335,8 @@ func (e *Elector) run(ctx context.Context) {
 			e.wait(ctx, e.cfg.RetryInterval, &hint)
 			continue
 		}
-		// Not acquired: see who leads.
+		// Not acquired: see who leads, and until when.
+		asked := e.cfg.Clock.Now()
 		lctx, cancel := context.WithTimeout(ctx, e.cfg.OpTimeout)
 		info, err := e.b.Leader(lctx, e.cfg.Role)
 		cancel()
@@ -344,8 +346,43 @@ func (e *Elector) run(ctx context.Context) {
 		} else {
 			e.setState(Candidate)
 		}
-		e.wait(ctx, e.cfg.RetryInterval, &hint)
+		var d time.Duration
+		d, quick = e.nextAttempt(asked, info, err, quick)
+		e.wait(ctx, d, &hint)
 	}
+}
+
+// takeoverSlack is how long after the moment the backend said the role may be granted the next attempt
+// is sent: enough for the backend's clock to be past it when the attempt arrives (a loopback round trip
+// and a timer's scheduling), small against any TTL.
+const takeoverSlack = 2 * time.Millisecond
+
+// nextAttempt returns how long a candidate refused by TryAcquire waits before its next attempt, given
+// what Leader, asked at asked, answered. A holding that ends, or a fresh-dataset guard that ends, before
+// RetryInterval is waited out exactly: the attempt goes out takeoverSlack after the end, read from the
+// backend as a duration and counted from before the question was sent, so it errs early, and an early
+// attempt is refused and reads a shorter wait. A crashed leader's holding therefore passes to a standby
+// within about TTL of the crash (its last renewal came before it), not TTL + RetryInterval. When the
+// backend reports nobody and no guard (the holding ended between the two calls, or a PostgreSQL lock
+// outlives its row), one attempt follows at once, then RetryInterval as before: quick says whether the
+// previous wait was such an immediate retry, and the second result is the new value. The schedule only
+// decides when the ordinary acquire is sent; it grants nothing.
+func (e *Elector) nextAttempt(asked time.Time, info LeaderInfo, err error, quick bool) (time.Duration, bool) {
+	var left time.Duration
+	switch {
+	case err != nil:
+		return e.cfg.RetryInterval, false
+	case info.ID != "" && info.TTL > 0:
+		left = info.TTL
+	case info.ID == "" && info.Guard > 0:
+		left = info.Guard
+	case info.ID == "" && !quick:
+		return takeoverSlack, true
+	default:
+		return e.cfg.RetryInterval, false
+	}
+	d := asked.Add(left + takeoverSlack).Sub(e.cfg.Clock.Now())
+	return min(max(d, takeoverSlack), e.cfg.RetryInterval), false
 }
 
 // release gives term up, bounded by OpTimeout, logs the outcome and reports whether it succeeded.

@@ -53,9 +53,17 @@ type PostgresOptions struct {
 // max(1s, TTL/3)/max(1s, TTL/6)/3 (a vanished peer on an idle connection is detected within
 // idle + 3·interval), tcp_user_timeout = TTL (unacknowledged data), client_connection_check_interval =
 // TTL/4, statement_timeout = idle_in_transaction_session_timeout = TTL. A lock can therefore outlive its
-// holder's process by up to max(1.5·TTL, keepalive bound) plus the server's scheduling, after which failover
-// also waits for lease_until; failover after a crash is bounded by about 1.5·TTL + RetryInterval. A
-// process that exits closes its sockets, and the server frees its locks at once.
+// holder's process by up to max(1.5·TTL, keepalive bound) plus the server's scheduling.
+//
+// Failover after a crash. A process that exits closes its sockets, and the server frees its locks at
+// once: a standby then gets the lock, is refused by the row until lease_until (at most one TTL after the
+// crash), reads lease_until from Leader and contends again 2 ms after it, so failover takes about TTL.
+// When the holder's session outlives it (a frozen or partitioned process, a half-open connection, a
+// process that lives on without its elector), the lock, not lease_until, is the limit: once lease_until
+// has passed, Leader reports nobody, the standby tries once more at once and then every RetryInterval
+// until the server ends the dead session, so failover is bounded by max(1.5·TTL, keepalive bound) +
+// RetryInterval. The server publishes no moment at which it will end a session, so nothing better than
+// retrying can be scheduled there.
 //
 // Not supported, because they break the argument above (see the package doc): a pooler in transaction
 // or statement mode (PgBouncer pool_mode=transaction) between the backend and the server,

@@ -230,11 +230,14 @@ func (b *RedisBackend) Release(ctx context.Context, role, id string, term uint64
 func (b *RedisBackend) Leader(ctx context.Context, role string) (LeaderInfo, error) {
 	var id *redis.StringCmd
 	var pttl *redis.DurationCmd
-	var at *redis.StringCmd
+	var at, epoch *redis.StringCmd
+	var now *redis.TimeCmd
 	_, err := b.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		id = p.Get(ctx, b.key(role, "leader"))
 		pttl = p.PTTL(ctx, b.key(role, "leader"))
 		at = p.HGet(ctx, b.key(role, "hb"), "at_us")
+		epoch = p.Get(ctx, b.key(role, "epoch"))
+		now = p.Time(ctx)
 		return nil
 	})
 	b.noteErr(ctx, "leader", role, err)
@@ -243,7 +246,7 @@ func (b *RedisBackend) Leader(ctx context.Context, role string) (LeaderInfo, err
 	}
 	v, err := id.Result()
 	if errors.Is(err, redis.Nil) {
-		return LeaderInfo{}, nil
+		return LeaderInfo{Guard: guardLeft(epoch.Val(), now.Val())}, nil
 	}
 	holder, term, _ := parseHolding(v)
 	info := LeaderInfo{ID: holder, Term: term, TTL: max(pttl.Val(), 0)}
@@ -251,6 +254,19 @@ func (b *RedisBackend) Leader(ctx context.Context, role string) (LeaderInfo, err
 		info.Heartbeat = time.UnixMicro(us)
 	}
 	return info, nil
+}
+
+// guardLeft is what remains of the fresh-dataset grace recorded in an epoch key value ("<run_id> <end,
+// Redis TIME µs>") at the server time now: zero when the value is missing or malformed or the grace is
+// over. It does not compare the run_id: an acquire that finds another run's epoch rewrites it first, so
+// a candidate reads the new grace after its refused attempt.
+func guardLeft(epoch string, now time.Time) time.Duration {
+	_, end, ok := strings.Cut(epoch, " ")
+	us, err := strconv.ParseInt(end, 10, 64)
+	if !ok || err != nil || now.IsZero() {
+		return 0
+	}
+	return max(time.UnixMicro(us).Sub(now), 0)
 }
 
 // Subscribe implements Notifier with Redis pub/sub on Channel(role). go-redis re-subscribes after a
