@@ -60,7 +60,8 @@ func isolating(f *history.Fault) bool {
 // start, by a live instance that is not a target, or, when the fault does not remove its targets, by
 // any live instance once the fault has ended. The latency (poll start minus fault start) must not exceed
 // Meta.FailoverBound; for a fault that isolates every live instance (an outage) there is no survivor,
-// and the latency is measured from the fault's end instead; an endpoint never polled again is a violation once the run outlived the bound.
+// and the latency is measured from the fault's end instead; a pause is measured from its target's "paused"
+// event, when it took hold; an endpoint never polled again is a violation once the run outlived the bound.
 // Endpoints paused or removed before the takeover are not measured.
 //
 // Scale changes (lifecycle started/stopped) are judged by missed-poll windows: for each endpoint polled
@@ -92,6 +93,11 @@ func checkFailover(idx *index, opts Options) (Result, []Failover) {
 		start := fe.At
 		if !f.Removes && coversFleet(idx.liveAt(fe.At), targets) {
 			start = faultEnd
+		}
+		// A pause takes hold at its target's next poll, after the step armed it: the fault happens at
+		// the "paused" event, and that is where the clock starts.
+		if at, ok := idx.pausedAt(targets, fe.At, faultEnd); ok {
+			start = at
 		}
 		for _, ep := range idx.pollEndpoints() {
 			polls := idx.polls[ep]
@@ -332,4 +338,15 @@ func percentile(sorted []time.Duration, p int) time.Duration {
 	}
 	i := (p*len(sorted) + 99) / 100
 	return sorted[max(0, min(len(sorted)-1, i-1))]
+}
+
+// pausedAt returns when the first of targets was paused within [from, to], if one was: the moment a
+// pause fault actually took hold.
+func (idx *index) pausedAt(targets map[string]bool, from, to time.Duration) (time.Duration, bool) {
+	for _, e := range idx.lifecycle {
+		if e.Lifecycle.Change == history.LifePaused && targets[e.Instance] && e.At >= from && e.At <= to {
+			return e.At, true
+		}
+	}
+	return 0, false
 }

@@ -35,6 +35,14 @@ func TestFailover(t *testing.T) {
 			outcome: Pass, failovers: 1, latency: 2500 * time.Millisecond, to: "b", msg: "p50 2.5s",
 		},
 		{
+			// The pause was armed at 5.5 s and took hold at a's next poll, 6 s: measured from there.
+			name: "pause measured from when it took hold",
+			b: crashBase().fault("f1", "pause", 5*s+ms(500), 15*s, false, false, "a").
+				life("a", history.LifePaused, 6*s).life("a", history.LifeResumed, 15*s).
+				polls("b", "e1", 10*s+ms(800), 20*s, s, 2),
+			outcome: Pass, failovers: 1, latency: 4800 * time.Millisecond, to: "b", msg: "p50 4.8s",
+		},
+		{
 			name: "crash taken over too slowly",
 			b: crashBase().fault("f1", "crash", 5*s+ms(500), 0, true, false, "a").
 				polls("b", "e1", 12*s, 20*s, s, 2),
