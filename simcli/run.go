@@ -185,11 +185,11 @@ func runJobs(ctx context.Context, f *runFlags, jobs []job, base string, stdout, 
 	out := &syncWriter{w: stdout}
 	deadline := time.Now().Add(f.duration)
 	var mu sync.Mutex
-	next, failed := 0, false
+	next := 0
 	take := func() (job, int, bool) {
 		mu.Lock()
 		defer mu.Unlock()
-		if failed || ctx.Err() != nil {
+		if ctx.Err() != nil {
 			return job{}, 0, false
 		}
 		if next == len(jobs) && f.suite == "soak" && time.Now().Before(deadline) {
