@@ -55,6 +55,15 @@ type violView struct {
 
 type fileLink struct{ Name, What string }
 
+// diagView is one cause in the diagnosis.
+type diagView struct{ ID, Title, Count, Text string }
+
+// violGroupView is the violations of one cause: a few cards, the rest as table rows.
+type violGroupView struct {
+	ID, Title, Count, Text string
+	Cards, Rest            []violView
+}
+
 // runPage is everything report.tmpl shows.
 type runPage struct {
 	CSS                                                     template.CSS
@@ -69,8 +78,13 @@ type runPage struct {
 	ExpectedNote                                            string
 	Groups                                                  []groupRow
 	Failovers                                               []foRow
-	Violations, Caught                                      []violView
-	Truncated, Unzoomed, CaughtTotal, RefusedStale          int
+	Sub, EpWord, FaultsLabel                                string
+	Election                                                bool
+	Diagnosis                                               []diagView
+	Violations                                              []violGroupView
+	Caught                                                  []violView
+	Truncated, CaughtTotal, RefusedStale, CardsPerGroup     int
+	ViolationTotal                                          int
 	Files                                                   []fileLink
 }
 
@@ -81,6 +95,7 @@ func renderRunHTML(w io.Writer, m *model, linOK bool) error {
 		Scenario: m.meta.Scenario, Suite: m.meta.Suite, System: m.meta.System,
 		Command: m.meta.Command, Interrupted: m.meta.Interrupted, LinOK: linOK,
 		Params: params(m), Truncated: m.truncated(), CaughtTotal: m.caughtCount(), RefusedStale: m.rep.Refused,
+		Sub: subline(m), EpWord: m.epWord(), FaultsLabel: plural(len(m.faults), "fault", "faults"), Election: m.election(), CardsPerGroup: maxCardsPerGroup, ViolationTotal: len(m.viols) + m.truncated(),
 	}
 	if len(m.expected) > 0 {
 		p.ExpectedNote = "expected to violate " + strings.Join(m.expected, ", ")
@@ -91,7 +106,7 @@ func renderRunHTML(w io.Writer, m *model, linOK bool) error {
 	}
 	for _, r := range m.results {
 		p.Results = append(p.Results, resultRow{
-			Invariant: r.res.Invariant, Status: r.st.label(), Class: r.st.class(), Message: r.res.Message,
+			Invariant: r.res.Invariant, Status: r.st.label(), Class: r.st.class(), Message: m.humanize(r.res.Message),
 			Violations: len(r.res.Violations) + r.res.Truncated, Truncated: r.res.Truncated, Caught: r.res.CaughtCount(),
 			Took: fmtDur(r.res.Duration),
 		})
@@ -122,17 +137,28 @@ func renderRunHTML(w io.Writer, m *model, linOK bool) error {
 		p.BalanceNote = balanceSummary(m)
 	}
 	p.Ops = template.HTML(renderOps(m))
-	for _, v := range m.viols {
-		vv := violViewOf(m, v)
-		if v.n <= maxExcerpts {
+	cards := 0
+	for _, g := range m.diag {
+		count := plural(len(g.viols)+g.extra, "violation", "violations")
+		if !m.passed { // a passing run's violations were expected: the page keeps its usual order
+			p.Diagnosis = append(p.Diagnosis, diagView{ID: g.id, Title: g.title, Count: count, Text: g.text})
+		}
+		gv := violGroupView{ID: g.id, Title: g.title, Count: count, Text: g.text}
+		for k, vi := range g.viols {
+			v := m.viols[vi]
+			vv := violViewOf(m, v)
+			if k >= maxCardsPerGroup || cards >= maxExcerpts {
+				gv.Rest = append(gv.Rest, vv)
+				continue
+			}
+			cards++
 			vv.Rows, vv.Excerpted = m.excerpt(v), true
+			if cards <= maxZooms {
+				vv.Zoom = template.HTML(renderZoom(m, v))
+			}
+			gv.Cards = append(gv.Cards, vv)
 		}
-		if v.n <= maxZooms && v.n <= maxExcerpts {
-			vv.Zoom = template.HTML(renderZoom(m, v))
-		} else {
-			p.Unzoomed++
-		}
-		p.Violations = append(p.Violations, vv)
+		p.Violations = append(p.Violations, gv)
 	}
 	for _, v := range m.caught {
 		vv := violViewOf(m, v)
@@ -149,7 +175,7 @@ func renderRunHTML(w io.Writer, m *model, linOK bool) error {
 func violViewOf(m *model, v violInfo) violView {
 	vv := violView{
 		ID: v.id(), Invariant: v.invariant, Status: v.st.label(), Class: v.st.class(), At: fmtAt(v.v.At),
-		Endpoint: v.v.Endpoint, Instances: strings.Join(v.v.Instances, ", "), Message: v.v.Message,
+		Endpoint: v.v.Endpoint, Instances: strings.Join(m.shortIDs(v.v.Instances), ", "), Message: m.humanize(v.v.Message),
 		Outside: strings.Join(v.v.Outside, ", "),
 	}
 	switch {
@@ -165,6 +191,47 @@ func violViewOf(m *model, v violInfo) violView {
 		vv.Reached = "refused by fencing, but inside the assumptions"
 	}
 	return vv
+}
+
+// subline is the line under the title: what ran, on what, with which seed.
+func subline(m *model) string {
+	mt := m.meta
+	parts := []string{"system " + orDash(mt.System)}
+	if mt.Suite != "" {
+		parts = append(parts, "suite "+mt.Suite)
+	}
+	parts = append(parts, fmt.Sprintf("seed %d", mt.Seed))
+	if m.election() {
+		parts = append(parts, fmt.Sprintf("%s × %s", plural(mt.Instances, "candidate", "candidates"), plural(max(mt.Endpoints, 1), "role", "roles")))
+	} else if mt.Instances > 0 {
+		parts = append(parts, fmt.Sprintf("%s × %s", plural(mt.Instances, "instance", "instances"), plural(mt.Endpoints, "endpoint", "endpoints")))
+	}
+	parts = append(parts, fmtDur(m.dur)+" at time scale "+fmt.Sprint(mt.TimeScale))
+	if b := backendShort(mt.Backend); b != "" {
+		parts = append(parts, b)
+	}
+	return strings.Join(parts, " · ")
+}
+
+// backendShort abbreviates a backend description to its first words ("Redis server v=7.0.15").
+func backendShort(b string) string {
+	f := strings.Fields(b)
+	if len(f) > 3 {
+		f = f[:3]
+	}
+	return strings.Join(f, " ")
+}
+
+// shortIDs abbreviates instance IDs as the timeline does.
+func (m *model) shortIDs(ids []string) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = id
+		if k, ok := m.instIdx[id]; ok {
+			out[i] = m.insts[k].short
+		}
+	}
+	return out
 }
 
 // params lists the scenario's parameters.

@@ -38,6 +38,7 @@ type model struct {
 	viols   []violInfo
 	caught  []violInfo // safe findings: caught outside the system's assumptions
 	groups  []foGroup
+	diag    []diagGroup // violations grouped by likely cause
 }
 
 // span is an interval during which instance inst held (believed it held) an endpoint.
@@ -107,6 +108,8 @@ type violInfo struct {
 	st        status
 	v         checker.Violation
 	ep        int // endpoint index, -1 when the violation concerns no known endpoint
+	off       int // the instance it blames (see offender), -1 for none
+	group     int // index into model.diag (violations only)
 }
 
 // id is the violation's anchor and caption; caught findings are C1, C2, ...
@@ -152,6 +155,7 @@ func buildModel(r Run) *model {
 	m.buildFaults()
 	m.buildResults()
 	m.buildFailoverGroups()
+	m.buildDiagnosis()
 	return m
 }
 
@@ -379,10 +383,12 @@ func (m *model) buildResults() {
 		st := statusOf(res, m.expected)
 		m.results = append(m.results, resultView{res: res, st: st})
 		for _, v := range res.Violations {
-			m.viols = append(m.viols, violInfo{n: len(m.viols) + 1, invariant: res.Invariant, st: st, v: v, ep: m.epOf(v)})
+			m.viols = append(m.viols, violInfo{n: len(m.viols) + 1, invariant: res.Invariant, st: st, v: v, ep: m.epOf(v),
+				off: m.offender(v, res.Invariant)})
 		}
 		for _, v := range res.Caught {
-			m.caught = append(m.caught, violInfo{n: len(m.caught) + 1, invariant: res.Invariant, st: stCaught, v: v, ep: m.epOf(v)})
+			m.caught = append(m.caught, violInfo{n: len(m.caught) + 1, invariant: res.Invariant, st: stCaught, v: v, ep: m.epOf(v),
+				off: m.offender(v, res.Invariant)})
 		}
 	}
 }
