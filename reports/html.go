@@ -240,9 +240,9 @@ func params(m *model) []kv {
 	out := []kv{
 		{"scenario", mt.Scenario}, {"system", mt.System}, {"kind", mt.Kind}, {"backend", mt.Backend},
 		{"seed", fmt.Sprint(mt.Seed)}, {"time scale", fmt.Sprint(mt.TimeScale)},
-		{"instances × endpoints", fmt.Sprintf("%d × %d", mt.Instances, mt.Endpoints)},
+		fleetParam(m),
 		{"lease TTL", fmtDur(mt.LeaseTTL)}, {"failover bound", fmtDur(mt.FailoverBound)},
-		{"poll interval", fmtDur(mt.PollInterval)}, {"fencing", fmt.Sprint(mt.Fencing)},
+		{"poll interval", fmtDur(mt.PollInterval)}, {"fencing", map[bool]string{true: "used: the resource refuses stale tokens", false: "not used"}[mt.Fencing]},
 		{"duration", fmtDur(m.dur)},
 		{"events", fmt.Sprintf("%d (%d operations, %d polls, %d refused by fencing)", len(m.ev), m.rep.Ops, m.rep.Polls, m.rep.Refused)},
 		{"assumptions", assumptionsText(mt.Assumptions)},
@@ -264,6 +264,14 @@ func params(m *model) []kv {
 		out = append(out, kv{"steady windows", strings.Join(ws, ", ")})
 	}
 	return out
+}
+
+// fleetParam is the size of the fleet in the run's words.
+func fleetParam(m *model) kv {
+	if m.election() {
+		return kv{"candidates", fmt.Sprintf("%d, for %s", m.meta.Instances, plural(max(m.meta.Endpoints, 1), "role", "roles"))}
+	}
+	return kv{"instances × endpoints", fmt.Sprintf("%d × %d", m.meta.Instances, m.meta.Endpoints)}
 }
 
 // assumptionsText states the system's assumptions as the history records them.
