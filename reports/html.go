@@ -213,9 +213,13 @@ func subline(m *model) string {
 	return strings.Join(parts, " · ")
 }
 
-// backendShort abbreviates a backend description to its first words ("Redis server v=7.0.15").
+// backendShort abbreviates a backend description: "Redis server v=7.0.15 sha=… (private, …)" becomes
+// "redis-server 7.0.15"; others keep their first three words.
 func backendShort(b string) string {
 	f := strings.Fields(b)
+	if len(f) >= 3 && f[0] == "Redis" && f[1] == "server" && strings.HasPrefix(f[2], "v=") {
+		return "redis-server " + strings.TrimPrefix(f[2], "v=")
+	}
 	if len(f) > 3 {
 		f = f[:3]
 	}
