@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"image/png"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -119,7 +120,8 @@ func failingNaiveReport(t *testing.T) (string, Run) {
 	opts := checker.DefaultOptions()
 	opts.MaxViolations = MaxListedViolations
 	rep := checker.Check(h, opts)
-	r := Run{History: h, Report: rep, Passed: Judge(rep, h.Meta.Expect)}
+	r := Run{History: h, Report: rep, Passed: Judge(rep, h.Meta.Expect),
+		Linearizability: func(w io.Writer) error { return checker.VisualizeLinearizability(w, h, opts) }}
 	require.False(t, r.Passed)
 	return writeRun(t, r), r
 }
@@ -185,5 +187,26 @@ func TestFailingReportFirstScreen(t *testing.T) {
 	if out := os.Getenv("TENURE_SCREENSHOT_DIR"); out != "" {
 		require.NoError(t, os.MkdirAll(out, 0o755))
 		require.NoError(t, os.WriteFile(filepath.Join(out, "failing-first-screen.png"), mustRead(t, shot), 0o644))
+	}
+}
+
+// TestLinearizabilityPageContext checks the linearizability page of the naive run: a header with the run,
+// its seed and verdicts and a link back, clients named by instance, operations labelled by endpoint; and
+// in a browser (when there is one), that porcupine still draws it, with the instance names as row labels.
+func TestLinearizabilityPageContext(t *testing.T) {
+	dir, r := failingNaiveReport(t)
+	page := string(mustRead(t, filepath.Join(dir, FileLinearizability)))
+	require.Contains(t, page, "<b>redis-partition</b> · system naive · seed 1 · run FAILED · linearizability <b>pass</b>")
+	require.Contains(t, page, `<a href="report.html">back to the report</a>`)
+	require.Contains(t, page, `const tenureClientNames = {"0":"i0…0442","1":"i1…341e","2":"i2…9b8e"}`)
+	require.Contains(t, page, `"Description":"ep-5: acquire(i0…0442, 3s) -\u003e ok"`)
+	for _, in := range buildModel(r).insts {
+		require.NotContains(t, page, `acquire(`+in.id, "operations name instances by their short names")
+	}
+
+	browser := findBrowser(t)
+	dom := string(runBrowser(t, browser, t.TempDir(), "--window-size=1400,900", "--dump-dom", "file://"+filepath.Join(dir, FileLinearizability)))
+	for _, want := range []string{`text-anchor="end">i0…0442</text>`, `text-anchor="end">i1…341e</text>`, "ep-5: acquire(i0…0442, 3s)"} {
+		require.Contains(t, dom, want, "porcupine's drawing")
 	}
 }

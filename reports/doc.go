@@ -12,7 +12,9 @@
 //     fault windows, violations), endpoints involved in violations and failovers in detail, the failover
 //     table, balance and backend operation charts, and the violations by group: the first few of each
 //     with a zoomed timeline and the history excerpt around it, the others in a table;
-//   - linearizability.html: the linearizability checker's visualization, when the caller supplies it;
+//   - linearizability.html: the linearizability checker's visualization, when the caller supplies it,
+//     given a header (run, seed, verdicts, a link back to report.html), clients named by instance and
+//     operations labelled with their endpoint;
 //   - summary.md: a short Markdown summary that fits a pull-request comment, with the diagnosis;
 //   - result.json: the machine-readable verdict (schema in SCHEMA.md, version ResultSchemaVersion);
 //   - junit.xml: one test case per invariant, for CI test views;
