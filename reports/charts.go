@@ -147,7 +147,7 @@ func opsWindow(meta history.Meta) time.Duration {
 }
 
 // renderOps draws backend operations per second as one small area chart per instance, all on the same
-// scale, with red ticks where operations failed or had an unknown outcome.
+// scale, with amber ticks where operations failed or had an unknown outcome.
 func renderOps(m *model) string {
 	const nb = 150
 	bw := max(m.dur/nb, time.Microsecond)

@@ -101,7 +101,7 @@ func (m *model) laneInstances(ep int) []int {
 
 // drawDetailBlocks draws each endpoint as a block: a header with the endpoint's name and its takeovers
 // (fault start to first poll by a live instance, with the latency), then one lane per instance that
-// held (light) or polled (solid marks) it. Refused polls are outlined in red. It returns the y below.
+// held (light) or polled (solid marks) it. Refused polls are outlined in teal (fencing worked: safe). It returns the y below.
 func drawDetailBlocks(c *canvas, m *model, a timeAxis, eps []int, y float64, markerClass string) float64 {
 	fos := map[string][]checker.Failover{}
 	for _, f := range m.rep.Failovers {
@@ -139,11 +139,21 @@ func drawDetailBlocks(c *canvas, m *model, a timeAxis, eps []int, y float64, mar
 				c.text(a.x0-9, ly+10, `class="rowlabel" text-anchor="end"`, in.short)
 			}
 		}
+		var terms canvas // an election's leadership is labelled with its term where there is room
 		for _, s := range m.held[ep] {
 			x1, x2 := a.x(s.from), a.x(s.to)
-			c.rect(x1, laneY[s.inst]+1, max(x2-x1, 1), laneH-2, `class="held" fill="`+m.insts[s.inst].color+`"`)
+			fmt.Fprintf(&c.b, `<rect class="held" fill="%s" x="%s" y="%s" width="%s" height="%s">`,
+				m.insts[s.inst].color, num(x1), num(laneY[s.inst]+1), num(max(x2-x1, 1)), num(laneH-2))
+			if m.election() && s.token > 0 {
+				c.title(fmt.Sprintf("%s leader with term %d, %s", m.insts[s.inst].short, s.token, m.whenText(s.from, s.to)))
+				if label := "term " + shortToken(s.token); x2-x1 > textWidth(label)+4 {
+					terms.text(x1+3, laneY[s.inst]+laneH-2.5, `class="term"`, label)
+				}
+			}
+			c.raw("</rect>")
 		}
 		drawDetailPolls(c, m, a, ep, laneY, laneH)
+		c.raw(terms.b.String())
 		// Violations are marked on the lane of the instance they blame; validity's (a poll outside its
 		// own lease) low in the lane and smaller, so they do not hide two holders at once.
 		type spot struct {
@@ -344,4 +354,14 @@ func describe(e *history.Event) string {
 		b.WriteString(e.Note)
 	}
 	return b.String()
+}
+
+// shortToken abbreviates a long token or term (an election's terms come from the backend's clock) to
+// its last digits: "…549261".
+func shortToken(t uint64) string {
+	s := fmt.Sprint(t)
+	if len(s) > 6 {
+		return "…" + s[len(s)-6:]
+	}
+	return s
 }

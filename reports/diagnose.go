@@ -400,9 +400,6 @@ func (m *model) invariantStory(g *diagGroup) string {
 		s = fmt.Sprintf("%s %s; the first: %s", plural(n, "violation", "violations"),
 			m.whenText(first.v.At, m.viols[g.viols[len(g.viols)-1]].v.At), s)
 	}
-	if s != "" {
-		s = strings.ToUpper(s[:1]) + s[1:]
-	}
 	return strings.TrimSuffix(s, ".") + "."
 }
 

@@ -45,6 +45,7 @@ type model struct {
 type span struct {
 	inst     int
 	from, to time.Duration
+	token    uint64 // the holding's fencing token (an election's term), 0 when unknown
 }
 
 // instInfo is one instance of the fleet.
@@ -273,11 +274,12 @@ func (m *model) buildHoldings() {
 	m.held = make([][]span, len(m.eps))
 	type key struct{ ep, inst int }
 	open := map[key]time.Duration{}
+	tok := map[key]uint64{}
 	hasBelief := make([]bool, len(m.eps))
 	closeAll := func(inst int, at time.Duration) {
 		for k, from := range open {
 			if k.inst == inst {
-				m.held[k.ep] = append(m.held[k.ep], span{inst: inst, from: from, to: at})
+				m.held[k.ep] = append(m.held[k.ep], span{inst: inst, from: from, to: at, token: tok[k]})
 				delete(open, k)
 			}
 		}
@@ -290,9 +292,9 @@ func (m *model) buildHoldings() {
 			hasBelief[k.ep] = true
 			from, isOpen := open[k]
 			if e.Belief.Held && !isOpen {
-				open[k] = e.At
+				open[k], tok[k] = e.At, e.Belief.Token
 			} else if !e.Belief.Held && isOpen {
-				m.held[k.ep] = append(m.held[k.ep], span{inst: k.inst, from: from, to: e.At})
+				m.held[k.ep] = append(m.held[k.ep], span{inst: k.inst, from: from, to: e.At, token: tok[k]})
 				delete(open, k)
 			}
 		case e.Lifecycle != nil && e.Instance != "" &&
@@ -301,7 +303,7 @@ func (m *model) buildHoldings() {
 		}
 	}
 	for k, from := range open {
-		m.held[k.ep] = append(m.held[k.ep], span{inst: k.inst, from: from, to: m.dur})
+		m.held[k.ep] = append(m.held[k.ep], span{inst: k.inst, from: from, to: m.dur, token: tok[k]})
 	}
 	gap := 2 * m.meta.PollInterval
 	if gap <= 0 {

@@ -66,7 +66,7 @@ func renderOverview(m *model) string {
 	shadeTop := y
 
 	// Fleet rows.
-	body.text(8, y+10, `class="section"`, "instances")
+	body.text(8, y+10, `class="section"`, map[bool]string{false: "instances", true: "candidates"}[m.election()])
 	y += 14
 	for k := range m.insts {
 		drawInstanceRow(&body, m, a, k, y)
@@ -91,7 +91,7 @@ func renderOverview(m *model) string {
 	}
 
 	// Endpoints.
-	body.text(8, y+10, `class="section"`, fmt.Sprintf("endpoints (%d)", len(m.eps)))
+	body.text(8, y+10, `class="section"`, fmt.Sprintf("%ss (%d)", m.epWord(), len(m.eps)))
 	y += 14
 	if len(m.eps) <= smallFleetEndpoints {
 		all := make([]int, len(m.eps))
