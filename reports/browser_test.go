@@ -131,15 +131,7 @@ func failingNaiveReport(t *testing.T) (string, Run) {
 // a copy of the page with a measuring script) and in the screenshot (the diagnosis box's red edge).
 func TestFailingReportFirstScreen(t *testing.T) {
 	browser := findBrowser(t)
-	dir, r := failingNaiveReport(t)
-	page := checkReportPage(t, dir, r)
-	diag := page.byID("diagnosis")
-	require.NotNil(t, diag)
-	text := strings.Join(strings.Fields(diag.text.String()), " ")
-	for _, want := range []string{"Kept polling 9 endpoints (ep-0 … ep-8) after", "to the end of the run",
-		"f1 partition hit it", "it did not stop (it reports no local deadline)", "balance"} {
-		require.Contains(t, text, want)
-	}
+	dir, _ := failingNaiveReport(t)
 
 	// Layout: a copy of the page that writes the positions of the diagnosis and the timeline into itself.
 	measure := filepath.Join(dir, "measure.html")

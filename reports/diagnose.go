@@ -235,6 +235,18 @@ func plural(n int, one, many string) string {
 
 func setText(s map[string]bool) string { return strings.Join(sortedNatural(s), ", ") }
 
+// andList joins names for a sentence: "a", "a and b", "a, b and c".
+func andList(xs []string) string {
+	switch len(xs) {
+	case 0:
+		return "–"
+	case 1:
+		return xs[0]
+	default:
+		return strings.Join(xs[:len(xs)-1], ", ") + " and " + xs[len(xs)-1]
+	}
+}
+
 // offenderStory tells what one instance did wrong and why, from the history. The group's title names
 // the instance, so the text refers to it as "it".
 func (m *model) offenderStory(off int, g *diagGroup) string {
@@ -259,15 +271,19 @@ func (m *model) offenderStory(off int, g *diagGroup) string {
 	if sp.n > 0 {
 		took := ""
 		if len(sp.others) > 0 {
-			took = " after " + setText(sp.others) + " took over"
+			took = " after " + andList(sortedNatural(sp.others)) + " took over"
 		}
 		what = append(what, fmt.Sprintf("kept %s %s%s: %s %s", acts, epRef(sp.eps), took, plural(sp.n, poll, polls), m.whenText(sp.first, sp.last)))
 	}
 	if sh.n > 0 {
-		if m.election() {
-			what = append(what, fmt.Sprintf("it and %s were two leaders acting for %s %s", orDash(setText(sh.others)), epRef(sh.eps), m.whenText(sh.first, sh.lastEnd)))
-		} else {
-			what = append(what, fmt.Sprintf("it and %s both believed they held %s %s", orDash(setText(sh.others)), epRef(sh.eps), m.whenText(sh.first, sh.lastEnd)))
+		others := sortedNatural(sh.others)
+		switch {
+		case m.election():
+			what = append(what, fmt.Sprintf("it and %s were two leaders acting for %s %s", andList(others), epRef(sh.eps), m.whenText(sh.first, sh.lastEnd)))
+		case len(others) == 1:
+			what = append(what, fmt.Sprintf("it and %s both believed they held %s %s", others[0], epRef(sh.eps), m.whenText(sh.first, sh.lastEnd)))
+		default:
+			what = append(what, fmt.Sprintf("it believed it held %s while %s did too, %s", epRef(sh.eps), andList(others), m.whenText(sh.first, sh.lastEnd)))
 		}
 	}
 	if st.n > 0 {
@@ -295,26 +311,33 @@ func (m *model) offenderStory(off int, g *diagGroup) string {
 			first = f.first
 		}
 	}
-	if c := m.causes(off, first, va.n > 0); len(c) > 0 {
+	if c := m.causes(off, g, first, va.n > 0); len(c) > 0 {
 		s += " Likely cause: " + strings.Join(c, "; ") + "."
 	}
 	return s
 }
 
-// causes reads the history for why instance off acted without a valid lease: faults that hit it, its
-// failing backend calls, whether it stopped believing, whether its renewals confirm anything. first is
-// its first mutual-exclusion violation (-1 if none: validity only).
-func (m *model) causes(off int, first time.Duration, validity bool) []string {
+// causes reads the history for why instance off acted without a valid lease: a fault that hit it shortly
+// before, its failing backend calls, whether it stopped (and whether it has a local deadline at all),
+// whether its polls went past its own deadline or its key was removed while its lease was valid, and
+// whether its renewals confirm anything. first is its first mutual-exclusion violation (-1 if none:
+// validity only).
+func (m *model) causes(off int, g *diagGroup, first time.Duration, validity bool) []string {
 	id := m.insts[off].id
 	var out []string
 	limit := first
 	if limit < 0 {
 		limit = m.dur
 	}
+	ttl := m.meta.LeaseTTL
+	if ttl <= 0 {
+		ttl = m.dur
+	}
+	// A fault that hit it and lasted into the TTL before its first violation.
 	var hit *faultInfo
 	for i := range m.faults {
 		f := &m.faults[i]
-		if f.at > limit {
+		if f.at > limit || f.end < limit-ttl {
 			continue
 		}
 		if len(f.targets) == 0 || slices.Contains(f.targets, id) {
@@ -323,8 +346,8 @@ func (m *model) causes(off int, first time.Duration, validity bool) []string {
 			break
 		}
 	}
-	// Its first failing backend call after the fault began (or at all, without a fault).
-	from := time.Duration(0)
+	// Its first failing backend call since the fault began (without a fault: in the TTL before).
+	from := max(limit-ttl, 0)
 	if hit != nil {
 		from = hit.at
 	}
@@ -343,8 +366,15 @@ func (m *model) causes(off int, first time.Duration, validity bool) []string {
 		out = append(out, fmt.Sprintf("its backend calls failed from %s%s", fmtDur(e.At), why))
 		break
 	}
-	// Did it stop? A belief held through its violations and never ended, and whether it had a deadline.
-	held, deadline, ended, paused := false, false, false, false
+	// Whether it reports deadlines, when its belief ended, whether it was paused.
+	eps := map[int]bool{}
+	for _, vi := range g.viols {
+		if v := m.viols[vi]; v.ep >= 0 {
+			eps[v.ep] = true
+		}
+	}
+	hasDeadline, paused := false, false
+	ended := time.Duration(-1)
 	for i := range m.ev {
 		e := &m.ev[i]
 		if e.Instance != id {
@@ -352,21 +382,28 @@ func (m *model) causes(off int, first time.Duration, validity bool) []string {
 		}
 		switch {
 		case e.Belief != nil && e.Belief.Held:
-			held = true
-			deadline = deadline || e.Belief.Deadline > 0
-		case e.Belief != nil && !e.Belief.Held && first >= 0 && e.At >= first:
-			ended = true
-		case e.Lifecycle != nil && e.Lifecycle.Change == history.LifePaused && e.At <= limit:
+			hasDeadline = hasDeadline || e.Belief.Deadline > 0
+		case e.Belief != nil && !e.Belief.Held && first >= 0 && e.At >= first && ended < 0 && eps[m.epIdx[e.Endpoint]]:
+			ended = e.At
+		case e.Lifecycle != nil && e.Lifecycle.Change == history.LifePaused && e.At <= limit && e.At >= from:
 			paused = true
 		}
 	}
 	switch {
 	case paused:
 		out = append(out, "it was paused, and a process frozen between its check and its action can only be stopped by fencing")
-	case first >= 0 && held && !deadline && !ended:
+	case first >= 0 && !hasDeadline && ended >= 0:
+		out = append(out, "it reports no local deadline, so it went on until it learned of the loss at "+fmtDur(ended))
+	case first >= 0 && !hasDeadline:
 		out = append(out, "it did not stop (it reports no local deadline)")
-	case first >= 0 && held && deadline:
-		out = append(out, "it went on past its own local deadline")
+	case first >= 0:
+		if past, n := m.pastDeadline(off, g); past > 0 {
+			out = append(out, fmt.Sprintf("%d of its %d polls here came after its own local deadline", past, n))
+		} else if why := m.keyLost(off, eps, limit, ttl); why != "" {
+			out = append(out, why)
+		} else {
+			out = append(out, "its own deadline had not passed: the lease changed hands while it still believed in it")
+		}
 	}
 	if validity {
 		unconditional := false
@@ -381,6 +418,76 @@ func (m *model) causes(off int, first time.Duration, validity bool) []string {
 		}
 	}
 	return out
+}
+
+// pastDeadline counts the group's polls by instance off that came after the local deadline its latest
+// belief in that endpoint reported, and the polls it judged.
+func (m *model) pastDeadline(off int, g *diagGroup) (past, n int) {
+	id := m.insts[off].id
+	for _, vi := range g.viols {
+		v := m.viols[vi]
+		if v.ep < 0 || v.invariant == checker.InvSingleHolder {
+			continue
+		}
+		n++
+		var deadline time.Duration
+		for _, i := range m.epEvents[v.ep] {
+			e := &m.ev[i]
+			if e.At > v.v.At {
+				break
+			}
+			if e.Instance == id && e.Belief != nil && e.Belief.Held {
+				deadline = e.Belief.Deadline
+			}
+		}
+		if deadline > 0 && v.v.At > deadline {
+			past++
+		}
+	}
+	return past, n
+}
+
+// keyLost looks for what removed instance off's keys while its lease was valid, in the two TTLs before
+// limit: a release of one of its endpoints' keys (its own late release, or another's), or a fault that
+// wiped the backend.
+func (m *model) keyLost(off int, eps map[int]bool, limit, ttl time.Duration) string {
+	id := m.insts[off].id
+	for i := len(m.ev) - 1; i >= 0; i-- {
+		e := &m.ev[i]
+		if e.At > limit {
+			continue
+		}
+		if e.At < limit-2*ttl {
+			break
+		}
+		if e.Op != nil && e.Op.Kind == history.OpRelease && e.Endpoint != "" && eps[m.epIdx[e.Endpoint]] {
+			who := "its own release"
+			if e.Instance != id {
+				who = "a release by " + m.shortOf(e.Instance)
+			}
+			if e.Op.Owner == history.AnyOwner {
+				who += " (unconditional: it does not check whose key it deletes)"
+			}
+			if e.Op.OK && !e.Op.Unknown {
+				return fmt.Sprintf("%s of %s at %s removed the key while its lease was still valid", who, e.Endpoint, fmtDur(e.At))
+			}
+			return fmt.Sprintf("%s of %s, sent at %s, could land late and remove the key while its lease was still valid", who, e.Endpoint, fmtDur(e.At))
+		}
+	}
+	for _, f := range m.faults {
+		if f.wipes && f.at <= limit && f.at >= limit-2*ttl {
+			return fmt.Sprintf("%s %s at %s wiped the backend while its lease was still valid", f.id, f.name, fmtDur(f.at))
+		}
+	}
+	return ""
+}
+
+// shortOf is an instance's short name, or the ID itself when unknown.
+func (m *model) shortOf(id string) string {
+	if k, ok := m.instIdx[id]; ok {
+		return m.insts[k].short
+	}
+	return id
 }
 
 // spanText is a window rounded for people: "from 6.11s to 11.1s", "from 6.11s on".
