@@ -2,7 +2,8 @@
 //
 // For one run, WriteRun writes into a directory:
 //
-//   - report.html: a self-contained page (no scripts, fonts or network). A failing run opens with a
+//   - report.html: a self-contained page (no scripts, fonts or network). A passing run opens with one
+//     line on why it passed, then its timeline. A failing run opens with a
 //     diagnosis: its violations grouped by likely cause (the mutual-exclusion findings of one offending
 //     instance, or the findings of one other invariant), each group told in a few sentences read from
 //     the history (what happened, on which endpoints, when, and the faults, failed calls and missing

@@ -78,7 +78,7 @@ type runPage struct {
 	ExpectedNote                                            string
 	Groups                                                  []groupRow
 	Failovers                                               []foRow
-	Sub, EpWord, FaultsLabel                                string
+	Sub, EpWord, FaultsLabel, Headline                      string
 	Election                                                bool
 	Diagnosis                                               []diagView
 	Violations                                              []violGroupView
@@ -103,6 +103,7 @@ func renderRunHTML(w io.Writer, m *model, linOK bool) error {
 	p.Verdict, p.VerdictClass = "FAILED", "violated"
 	if m.passed {
 		p.Verdict, p.VerdictClass = "PASSED", "pass"
+		p.Headline = passHeadline(m)
 	}
 	for _, r := range m.results {
 		p.Results = append(p.Results, resultRow{
@@ -191,6 +192,30 @@ func violViewOf(m *model, v violInfo) violView {
 		vv.Reached = "refused by fencing, but inside the assumptions"
 	}
 	return vv
+}
+
+// passHeadline says in one line why a run passed.
+func passHeadline(m *model) string {
+	held, skipped, expected := 0, 0, 0
+	for _, r := range m.results {
+		switch r.st {
+		case stPass, stCaught:
+			held++
+		case stSkipped:
+			skipped++
+		case stExpected:
+			expected++
+		}
+	}
+	s := fmt.Sprintf("Every invariant checked held (%d held, %d skipped)", held, skipped)
+	if expected > 0 {
+		s = fmt.Sprintf("Every expected violation happened (%s), and the other invariants held", strings.Join(m.expected, ", "))
+	}
+	if n := m.caughtCount(); n > 0 {
+		s += fmt.Sprintf("; %s outside the system's assumptions %s caught before the resource (safe)", plural(n, "finding", "findings"),
+			map[bool]string{true: "was", false: "were"}[n == 1])
+	}
+	return s + "."
 }
 
 // subline is the line under the title: what ran, on what, with which seed.
