@@ -239,8 +239,11 @@ func subline(m *model) string {
 }
 
 // backendShort abbreviates a backend description: "Redis server v=7.0.15 sha=… (private, …)" becomes
-// "redis-server 7.0.15"; others keep their first three words.
+// "redis-server 7.0.15"; others lose what follows " (" or " on " and keep at most three words.
 func backendShort(b string) string {
+	for _, cut := range []string{" (", " on "} {
+		b, _, _ = strings.Cut(b, cut)
+	}
 	f := strings.Fields(b)
 	if len(f) >= 3 && f[0] == "Redis" && f[1] == "server" && strings.HasPrefix(f[2], "v=") {
 		return "redis-server " + strings.TrimPrefix(f[2], "v=")
