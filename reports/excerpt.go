@@ -118,8 +118,8 @@ func (m *model) excerpt(v violInfo) []excerptRow {
 			end = fmtAt(e.End)
 		}
 		rows = append(rows, excerptRow{
-			Seq: e.Seq, At: fmtAt(e.At), End: end, Kind: string(e.Kind), Instance: e.Instance,
-			Endpoint: e.Endpoint, Detail: describe(e), Named: named[i], Context: around[i] && !pick[i],
+			Seq: e.Seq, At: fmtAt(e.At), End: end, Kind: string(e.Kind), Instance: m.shortOf(e.Instance),
+			Endpoint: e.Endpoint, Detail: m.humanize(describe(e)), Named: named[i], Context: around[i] && !pick[i],
 		})
 	}
 	return rows

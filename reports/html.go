@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -145,10 +146,11 @@ func renderRunHTML(w io.Writer, m *model, linOK bool) error {
 			p.Diagnosis = append(p.Diagnosis, diagView{ID: g.id, Title: g.title, Count: count, Text: g.text})
 		}
 		gv := violGroupView{ID: g.id, Title: g.title, Count: count, Text: g.text}
-		for k, vi := range g.viols {
+		carded := cardPicks(m, g)
+		for _, vi := range g.viols {
 			v := m.viols[vi]
 			vv := violViewOf(m, v)
-			if k >= maxCardsPerGroup || cards >= maxExcerpts {
+			if !carded[vi] || cards >= maxExcerpts {
 				gv.Rest = append(gv.Rest, vv)
 				continue
 			}
@@ -170,6 +172,42 @@ func renderRunHTML(w io.Writer, m *model, linOK bool) error {
 	}
 	p.Files = runFiles(linOK)
 	return reportTmpl.Execute(w, p)
+}
+
+// cardPicks chooses the violations of a group shown as cards: the first of each invariant, beliefs and
+// the resource first (single-holder, single-poller, stale-poll, validity, then the others), then the
+// earliest others, up to maxCardsPerGroup.
+func cardPicks(m *model, g diagGroup) map[int]bool {
+	rank := func(inv string) int {
+		switch inv {
+		case checker.InvSingleHolder:
+			return 0
+		case checker.InvSinglePoller:
+			return 1
+		case checker.InvStalePoll:
+			return 2
+		case checker.InvValidity:
+			return 3
+		}
+		return 4
+	}
+	firsts := map[string]int{}
+	var order []int
+	for _, vi := range g.viols {
+		if _, ok := firsts[m.viols[vi].invariant]; !ok {
+			firsts[m.viols[vi].invariant] = vi
+			order = append(order, vi)
+		}
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return rank(m.viols[a].invariant) - rank(m.viols[b].invariant) })
+	picked := map[int]bool{}
+	for _, vi := range append(order, g.viols...) {
+		if len(picked) == maxCardsPerGroup {
+			break
+		}
+		picked[vi] = true
+	}
+	return picked
 }
 
 // violViewOf describes a violation or a caught finding for the page.
