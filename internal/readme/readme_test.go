@@ -26,14 +26,27 @@ func goBlocks(md string) (blocks []string, lines []int) {
 	return blocks, lines
 }
 
-// TestReadmeProgramsBuild builds every Go block of README.md: each must be a complete program (package
-// main, with its imports) that compiles against this module. The blocks are written under testdata (which
+// readmes are the READMEs whose Go blocks must build, relative to the repository's root.
+var readmes = []string{"README.md", "election/README.md"}
+
+// TestReadmeProgramsBuild builds every Go block of the READMEs: each must be a complete program (package
+// main, with its imports), gofmt-formatted, that compiles and vets against this module. The blocks are written under testdata (which
 // the go tool's ./... patterns skip) inside the module, so they build with its go.mod and no network.
 func TestReadmeProgramsBuild(t *testing.T) {
-	md, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
-	require.NoError(t, err)
-	blocks, lines := goBlocks(string(md))
-	require.GreaterOrEqual(t, len(blocks), 3, "README.md has lost its Go examples")
+	type block struct {
+		file, code string
+		line       int
+	}
+	var all []block
+	for _, file := range readmes {
+		md, err := os.ReadFile(filepath.Join("..", "..", file))
+		require.NoError(t, err)
+		blocks, lines := goBlocks(string(md))
+		require.NotEmpty(t, blocks, "%s has lost its Go examples", file)
+		for i, b := range blocks {
+			all = append(all, block{file, b, lines[i]})
+		}
+	}
 
 	require.NoError(t, os.MkdirAll("testdata", 0o755))
 	root, err := os.MkdirTemp("testdata", "build-")
@@ -43,15 +56,16 @@ func TestReadmeProgramsBuild(t *testing.T) {
 		_ = os.Remove("testdata") // only when empty
 	})
 	var pkgs []string
-	for i, b := range blocks {
-		require.True(t, strings.HasPrefix(b, "package main\n"),
-			"README.md line %d: a Go block must be a complete program starting with \"package main\"", lines[i])
-		formatted, err := format.Source([]byte(b))
-		require.NoError(t, err, "README.md line %d", lines[i])
-		require.Equal(t, string(formatted), b, "README.md line %d: the Go block is not gofmt-formatted", lines[i])
-		dir := filepath.Join(root, fmt.Sprintf("line%d", lines[i]))
+	for i, b := range all {
+		where := fmt.Sprintf("%s line %d", b.file, b.line)
+		require.True(t, strings.HasPrefix(b.code, "package main\n"),
+			"%s: a Go block must be a complete program starting with \"package main\"", where)
+		formatted, err := format.Source([]byte(b.code))
+		require.NoError(t, err, where)
+		require.Equal(t, string(formatted), b.code, "%s: the Go block is not gofmt-formatted", where)
+		dir := filepath.Join(root, fmt.Sprintf("b%02d", i))
 		require.NoError(t, os.MkdirAll(dir, 0o755))
-		require.NoError(t, os.WriteFile(filepath.Join(dir, "main.go"), []byte(b), 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "main.go"), []byte("// "+where+"\n\n"+b.code), 0o644))
 		pkgs = append(pkgs, "./"+filepath.ToSlash(dir))
 	}
 
@@ -66,7 +80,7 @@ func TestReadmeProgramsBuild(t *testing.T) {
 		cmd := exec.CommandContext(ctx, goTool, append(args, pkgs...)...)
 		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=readonly", "GOPROXY=off")
 		b, err := cmd.CombinedOutput()
-		// The directories are named after the README line each block starts on, so errors point there.
-		require.NoError(t, err, "go %s of README.md's Go blocks (testdata/build-*/lineN is README.md line N):\n%s", args[0], b)
+		// Each file's first line names the README and line its block starts on.
+		require.NoError(t, err, "go %s of the READMEs' Go blocks:\n%s", args[0], b)
 	}
 }
