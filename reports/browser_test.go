@@ -202,3 +202,46 @@ func TestLinearizabilityPageContext(t *testing.T) {
 		require.Contains(t, dom, want, "porcupine's drawing")
 	}
 }
+
+// TestSuiteIndexFitsInBrowser renders a suite index over runs with every invariant (the naive partition,
+// failing, and two passing copies) at 1,400 px and requires the table to fit without sideways scrolling,
+// with the failing run first.
+func TestSuiteIndexFitsInBrowser(t *testing.T) {
+	browser := findBrowser(t)
+	_, r := failingNaiveReport(t)
+	root := t.TempDir()
+	var entries []SuiteEntry
+	for i, name := range []string{"passing-a", "redis-partition", "passing-b"} {
+		run := r
+		run.History.Meta.Scenario = name
+		run.Passed = i != 1
+		rel := filepath.Join("runs", name)
+		require.NoError(t, WriteRun(filepath.Join(root, rel), run))
+		res, err := ReadResult(filepath.Join(root, rel))
+		require.NoError(t, err)
+		entries = append(entries, res.Entry(rel))
+	}
+	require.NoError(t, WriteSuite(root, "ci", entries))
+	page := parsePage(t, filepath.Join(root, FileIndex))
+	rows := page.byClass("run")
+	require.Len(t, rows, 3)
+	require.True(t, rows[0].hasClass("violated"), "failures first")
+
+	measure := filepath.Join(root, "measure.html")
+	src := string(mustRead(t, filepath.Join(root, FileIndex)))
+	script := `<script>(function(){var r=document.querySelector("table.suite").getBoundingClientRect();` +
+		`var p=document.createElement("pre");p.id="layout";p.textContent="layout "+[r.right,document.documentElement.scrollWidth,innerWidth].map(Math.round).join(" ");` +
+		`document.body.appendChild(p);})();</script>`
+	require.NoError(t, os.WriteFile(measure, []byte(strings.Replace(src, "</body>", script+"</body>", 1)), 0o644))
+	dom := string(runBrowser(t, browser, t.TempDir(), "--window-size=1400,900", "--dump-dom", "file://"+measure))
+	const mark = `<pre id="layout">layout `
+	i := strings.Index(dom, mark)
+	require.GreaterOrEqual(t, i, 0, "the measuring script did not run")
+	var right, scrollW, w int
+	_, err := fmt.Sscan(dom[i+len(mark):], &right, &scrollW, &w)
+	require.NoError(t, err)
+	t.Logf("table right edge %d px, page %d px wide, viewport %d px", right, scrollW, w)
+	require.Equal(t, 1400, w)
+	require.LessOrEqual(t, right, w, "the suite table is wider than the screen")
+	require.LessOrEqual(t, scrollW, w, "the page scrolls sideways")
+}
