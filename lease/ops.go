@@ -351,22 +351,33 @@ func (m *Manager) refresh() error {
 	}
 	// We are alive even if our heartbeat was lost with a restarted Redis.
 	insts := dedupe(append(others, m.id))
-	assign := Assign(insts, targets)
-	if m.mut.Has(mutation.PlainRendezvous) {
-		assign = assignPlain(insts, targets)
+	// The same fleet and the same targets give the same assignment: most rounds find nothing new.
+	var assigned, targetSet map[string]bool
+	m.mu.Lock()
+	same := m.lastAssign.same(insts, targets)
+	m.mu.Unlock()
+	if !same {
+		assign := Assign(insts, targets)
+		if m.mut.Has(mutation.PlainRendezvous) {
+			assign = assignPlain(insts, targets)
+		}
+		targetSet = make(map[string]bool, len(targets))
+		for _, t := range targets {
+			targetSet[t] = true
+		}
+		assigned = make(map[string]bool)
+		for ep, owner := range assign {
+			if owner == m.id {
+				assigned[ep] = true
+			}
+		}
 	}
 
 	m.mu.Lock()
 	m.instances = insts
-	m.targetSet = make(map[string]bool, len(targets))
-	for _, t := range targets {
-		m.targetSet[t] = true
-	}
-	m.assigned = make(map[string]bool)
-	for ep, owner := range assign {
-		if owner == m.id {
-			m.assigned[ep] = true
-		}
+	if assigned != nil {
+		m.targetSet, m.assigned = targetSet, assigned
+		m.lastAssign = assignment{insts: insts, targets: targets}
 	}
 	cutoff := m.clock.Now().Add(-m.cfg.LeaseTTL)
 	for ep, at := range m.notified {
@@ -433,7 +444,7 @@ func (m *Manager) listen() {
 					m.kick(m.acquireKick)
 				}
 			case "join", "stop":
-				m.kick(m.discoverKick)
+				m.announced() // coalesced (discovery.go)
 			}
 		}
 	}

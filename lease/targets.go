@@ -6,10 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/tenurelabs/tenure/clock"
 )
 
 // TargetSource lists the endpoints that should be polled now. The manager calls it once per discovery
@@ -30,17 +34,78 @@ func (s StaticTargets) Targets(context.Context) ([]string, error) {
 // {"id":"abc","paused":false}. The endpoint ID is the key without the prefix. Paused sessions are left
 // out. A session whose value is not a JSON object, whose "id" differs from the key, or which is not a
 // string key is malformed: it is logged once (again only if its value changes) and skipped. The source
-// only reads: it never writes, expires or deletes a session key.
+// only reads: it never writes, expires or deletes a session key, nor the change counter.
+//
+// # Incremental reads: the change counter
+//
+// Reading every session (SCAN, then one GET per session) on every discovery round costs each instance
+// as many commands as there are sessions. The application that owns the sessions can spare that by
+// keeping a change counter, the integer key VersionKey (default SessionVersionKey(Prefix), e.g.
+// "session-version"): after every change to a session — created, paused, resumed, deleted, rewritten
+// after data loss — it increments the counter, change first, counter second:
+//
+//	SET session:abc '{"id":"abc","paused":true}'
+//	INCR session-version
+//
+// (a MULTI/EXEC or a script around both is as good). Each call of Targets then reads the counter and
+// the server's run_id in one command (a read-only script on the counter's node) and reads every
+// session only when that pair differs from the pair read just before its last full read, or when
+// ResyncInterval has passed since that full read. The counter is read before the sessions, so a change
+// whose increment lands during a full read is read again at the next call.
+//
+// What this covers:
+//
+//   - A Redis restart, empty or from an older snapshot or log: the counter may come back at a value
+//     seen before, but the server's run_id is new at every start, so the pair differs and every session
+//     is read again. The FLUSHALL of a running server removes the counter: see the next point.
+//   - No counter (an application that does not keep one, or a counter lost with its data): while the
+//     key is absent every call reads every session, as if there were no counter. An application that
+//     never increments loses nothing but the saving.
+//   - A writer that changes a session and forgets to increment: the change is seen at the first call
+//     after the next increment by anyone, and at the latest at the first call after ResyncInterval has
+//     passed since the last full read, i.e. within ResyncInterval plus one discovery interval.
+//   - A server whose scripts cannot read INFO (e.g. miniredis) gives an empty run_id: a restart is then
+//     noticed only through the counter's value (absent, or different), and otherwise at the resync.
+//   - Redis Cluster: the counter is one key, read on the node that holds it, together with that node's
+//     run_id. A restart of another node that loses sessions is seen at the next increment or resync.
+//
+// The session list only decides which endpoints are polled; no lease guarantee depends on it.
 type SessionSource struct {
 	// Client reads the sessions.
 	Client redis.UniversalClient
 	// Prefix of session keys; "session:" when empty.
 	Prefix string
+	// VersionKey is the change counter (see above); SessionVersionKey(Prefix) when empty. A key under
+	// Prefix is never taken for a session.
+	VersionKey string
+	// ResyncInterval is how often every session is read even though the counter has not moved;
+	// DefaultSessionResync when zero. It must not be negative.
+	ResyncInterval time.Duration
+	// Clock times the resync; clock.Real{} when nil.
+	Clock clock.Clock
 	// Logger receives one warning per malformed session value; slog.Default() when nil.
 	Logger *slog.Logger
 
 	mu       sync.Mutex
 	reported map[string]string // key -> malformed value already logged
+	synced   bool              // list reflects every change up to version
+	version  string            // counter value and run_id read before the last full read
+	syncedAt time.Time         // when that full read began (on Clock)
+	list     []string          // the targets of the last full read, sorted
+	full     int64             // full reads so far
+	warned   bool              // the counter read was refused once: logged
+}
+
+// DefaultSessionResync is SessionSource's default ResyncInterval and Config's default SessionResync.
+const DefaultSessionResync = 5 * time.Minute
+
+// SessionVersionKey is the default change counter for session keys under prefix ("session:" when
+// empty): the prefix without its trailing colon, followed by "-version" ("session-version").
+func SessionVersionKey(prefix string) string {
+	if prefix == "" {
+		prefix = "session:"
+	}
+	return strings.TrimSuffix(prefix, ":") + "-version"
 }
 
 type sessionValue struct {
@@ -48,17 +113,117 @@ type sessionValue struct {
 	Paused bool   `json:"paused"`
 }
 
-// Targets scans the session keys and returns the IDs of the sessions that are not paused.
-func (s *SessionSource) Targets(ctx context.Context) ([]string, error) {
-	prefix := s.Prefix
-	if prefix == "" {
-		prefix = "session:"
+func (s *SessionSource) prefix() string {
+	if s.Prefix == "" {
+		return "session:"
 	}
+	return s.Prefix
+}
+
+func (s *SessionSource) versionKey() string {
+	if s.VersionKey == "" {
+		return SessionVersionKey(s.Prefix)
+	}
+	return s.VersionKey
+}
+
+func (s *SessionSource) validate() error {
+	if s.ResyncInterval < 0 {
+		return fmt.Errorf("%w: SessionSource.ResyncInterval (%s) must not be negative (zero means %s)",
+			ErrInvalidConfig, s.ResyncInterval, DefaultSessionResync)
+	}
+	if s.Client == nil {
+		return fmt.Errorf("%w: SessionSource.Client must not be nil", ErrInvalidConfig)
+	}
+	return nil
+}
+
+// Targets returns the IDs of the sessions that are not paused, sorted. It reads every session only when
+// the change counter or the server moved, or a resync is due (see the type's doc).
+func (s *SessionSource) Targets(ctx context.Context) ([]string, error) {
+	if err := s.validate(); err != nil {
+		return nil, err
+	}
+	clk := s.Clock
+	if clk == nil {
+		clk = clock.Real{}
+	}
+	resync := s.ResyncInterval
+	if resync == 0 {
+		resync = DefaultSessionResync
+	}
+	version, known, err := s.readVersion(ctx)
+	if err != nil {
+		return nil, err
+	}
+	now := clk.Now()
+	s.mu.Lock()
+	if known && s.synced && version == s.version && now.Sub(s.syncedAt) < resync {
+		out := slices.Clone(s.list)
+		s.mu.Unlock()
+		return out, nil
+	}
+	s.mu.Unlock()
+
+	list, err := s.readAll(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.synced, s.version, s.syncedAt, s.list = known, version, now, list
+	s.full++
+	s.mu.Unlock()
+	return slices.Clone(list), nil
+}
+
+// readVersion reads the change counter and the server's run_id. known is false when there is no
+// counter to rely on (the key is absent, or the server refuses the script): every session must be read.
+func (s *SessionSource) readVersion(ctx context.Context) (version string, known bool, err error) {
+	key := s.versionKey()
+	res, err := sessionsVersionScript.Run(ctx, s.Client, []string{key}).Slice()
+	var reply redis.Error
+	switch {
+	case err != nil && errors.As(err, &reply) && !errors.Is(err, redis.Nil):
+		// A reply, not a lost call: a server without scripting, or a counter that is not a string.
+		// Read every session, as without a counter.
+		s.mu.Lock()
+		warn := !s.warned
+		s.warned = true
+		s.mu.Unlock()
+		if warn {
+			s.logger().Warn("lease: session change counter unreadable: discovery reads every session while it is",
+				"key", key, "err", err)
+		}
+		return "", false, nil
+	case err != nil:
+		return "", false, fmt.Errorf("lease: read session change counter %s: %w", key, err)
+	}
+	if len(res) != 2 || res[0] == nil {
+		return "", false, nil
+	}
+	return fmt.Sprint(res[0]) + "@" + fmt.Sprint(res[1]), true, nil
+}
+
+func (s *SessionSource) logger() *slog.Logger {
+	if s.Logger == nil {
+		return slog.Default()
+	}
+	return s.Logger
+}
+
+// readAll scans the session keys and returns the sorted IDs of the sessions that are not paused.
+func (s *SessionSource) readAll(ctx context.Context) ([]string, error) {
+	prefix := s.prefix()
 	keyList, err := scanKeys(ctx, s.Client, escapeGlob(prefix)+"*")
 	if err != nil {
 		return nil, fmt.Errorf("lease: scan sessions: %w", err)
 	}
 	keyList = dedupe(keyList) // SCAN may return a key more than once
+	if vk := s.versionKey(); strings.HasPrefix(vk, prefix) {
+		if i, ok := slices.BinarySearch(keyList, vk); ok {
+			keyList = slices.Delete(keyList, i, i+1)
+		}
+	}
 	if len(keyList) == 0 {
 		return nil, nil
 	}
@@ -96,7 +261,7 @@ func (s *SessionSource) Targets(ctx context.Context) ([]string, error) {
 			out = append(out, id)
 		}
 	}
-	return out, nil
+	return out, nil // sorted: keyList is, and the prefix is common
 }
 
 func (s *SessionSource) malformed(key, raw, why string) {
@@ -110,10 +275,7 @@ func (s *SessionSource) malformed(key, raw, why string) {
 	if seen && prev == raw {
 		return
 	}
-	lg := s.Logger
-	if lg == nil {
-		lg = slog.Default()
-	}
+	lg := s.logger()
 	if len(raw) > 200 {
 		raw = raw[:200] + "..."
 	}
