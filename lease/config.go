@@ -62,7 +62,8 @@ type Config struct {
 	// Default 30s; more than HeartbeatInterval.
 	HeartbeatTTL time.Duration
 	// DiscoveryInterval is how often live instances and targets are re-read and the assignment
-	// recomputed. Pub/sub notifications trigger extra rounds. Default 10s.
+	// recomputed. Pub/sub notifications trigger extra rounds: the first of a burst at once, the rest
+	// of it in one more round DiscoveryInterval/20 later. Default 10s.
 	DiscoveryInterval time.Duration
 	// PollInterval is the pause between two polls of one held endpoint. Default 1s.
 	PollInterval time.Duration

@@ -9,7 +9,8 @@
 // time and an attempt counter) and stays the same across go-redis re-sends of that attempt. The key's
 // TTL is LeaseTTL. Instances announce themselves with a heartbeat key <prefix>node:<id> and find
 // each other by SCAN. Targets come from a TargetSource (by default the session:<id> keys in Redis,
-// which are only ever read). Each instance computes the same bounded-load rendezvous assignment (see
+// which are only ever read, in full only when the application's change counter or the server moved:
+// see SessionSource). Each instance computes the same bounded-load rendezvous assignment (see
 // Assign) over the live instances, acquires the endpoints assigned to it, renews all its leases in one
 // pipelined round trip per RenewInterval, and polls each held endpoint every PollInterval. A holder that
 // is no longer preferred finishes its in-flight poll, releases, and announces the release on the

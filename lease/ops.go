@@ -419,7 +419,8 @@ func (m *Manager) publish(msg string) {
 }
 
 // listen reacts to fleet notifications: "release <instance> <endpoint>" triggers an acquire pass (the
-// endpoint may be ours now); "join <instance>" and "stop <instance>" trigger a discovery round.
+// endpoint may be ours now); "join <instance>" and "stop <instance>" trigger a discovery round, coalesced
+// when they come in bursts (discovery.go).
 func (m *Manager) listen() {
 	defer m.loops.Done()
 	ch := m.pubsub.Channel()
