@@ -227,17 +227,14 @@ func (s *SessionSource) readAll(ctx context.Context) ([]string, error) {
 	if len(keyList) == 0 {
 		return nil, nil
 	}
-	// Pipelined GETs rather than MGET: on Redis Cluster the keys live in many slots.
-	p := s.Client.Pipeline()
-	cmds := make([]*redis.StringCmd, len(keyList))
-	for i, k := range keyList {
-		cmds[i] = p.Get(ctx, k)
+	values, err := s.readValues(ctx, keyList)
+	if err != nil {
+		return nil, err
 	}
-	_, _ = p.Exec(ctx)
 	var out []string
 	for i, k := range keyList {
 		id := strings.TrimPrefix(k, prefix)
-		raw, err := cmds[i].Result()
+		raw, err := values[i].raw, values[i].err
 		switch {
 		case errors.Is(err, redis.Nil):
 			continue // removed between SCAN and GET
@@ -286,6 +283,63 @@ func (s *SessionSource) wellFormed(key string) {
 	s.mu.Lock()
 	delete(s.reported, key)
 	s.mu.Unlock()
+}
+
+// sessionRead is one session key's value, or the error of its read (redis.Nil: the key is gone).
+type sessionRead struct {
+	raw string
+	err error
+}
+
+// mgetBatch is how many session keys one MGET reads.
+const mgetBatch = 500
+
+// readValues reads the values of keys in one round trip: MGETs of mgetBatch keys each, pipelined; on
+// Redis Cluster, where keys live in many slots, one GET per key. A key MGET finds no string value for
+// (removed since the scan, or not a string key) is read again with GET, which tells the two apart.
+func (s *SessionSource) readValues(ctx context.Context, keys []string) ([]sessionRead, error) {
+	out := make([]sessionRead, len(keys))
+	var again []int // indexes to read with GET
+	if _, cluster := s.Client.(*redis.ClusterClient); cluster {
+		again = make([]int, len(keys))
+		for i := range keys {
+			again[i] = i
+		}
+	} else {
+		p := s.Client.Pipeline()
+		var cmds []*redis.SliceCmd
+		for i := 0; i < len(keys); i += mgetBatch {
+			cmds = append(cmds, p.MGet(ctx, keys[i:min(i+mgetBatch, len(keys))]...))
+		}
+		_, _ = p.Exec(ctx)
+		for b, c := range cmds {
+			vals, err := c.Result()
+			if err != nil {
+				return nil, fmt.Errorf("lease: read sessions: %w", err)
+			}
+			for j, v := range vals {
+				i := b*mgetBatch + j
+				if str, ok := v.(string); ok {
+					out[i].raw = str
+				} else {
+					again = append(again, i)
+				}
+			}
+		}
+	}
+	if len(again) == 0 {
+		return out, nil
+	}
+	p := s.Client.Pipeline()
+	cmds := make([]*redis.StringCmd, len(again))
+	for j, i := range again {
+		cmds[j] = p.Get(ctx, keys[i])
+	}
+	_, _ = p.Exec(ctx)
+	for j, i := range again {
+		out[i].raw, out[i].err = cmds[j].Result()
+	}
+	return out, nil
 }
 
 // scanKeys returns every key matching pattern, on every master when client is a cluster client.

@@ -197,3 +197,23 @@ func TestSessionSourceSeesRestartWithSameCounter(t *testing.T) {
 		})
 	}
 }
+
+// A full read spans several MGET batches; values land on their own keys.
+func TestSessionSourceReadsManySessions(t *testing.T) {
+	mr := miniredis.RunT(t)
+	c := newClient(t, mr.Addr())
+	var want []string
+	for i := 0; i < 3*mgetBatch+7; i++ {
+		id := fmt.Sprintf("s%05d", i)
+		paused := i%97 == 0
+		require.NoError(t, mr.Set("session:"+id, fmt.Sprintf(`{"id":%q,"paused":%v}`, id, paused)))
+		if !paused {
+			want = append(want, id)
+		}
+	}
+	mr.HSet("session:s00001", "id", "s00001") // not a string key: logged and skipped
+	require.Equal(t, "s00001", want[0])
+	want = want[1:]
+	got := targetsOf(t, &SessionSource{Client: c, Logger: quietLogger()})
+	require.Equal(t, want, got)
+}
