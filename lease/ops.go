@@ -317,7 +317,9 @@ func (m *Manager) discover() {
 	}
 }
 
-// refresh is one discovery round: it only reads. On success it kicks an acquire pass.
+// refresh is one discovery round: it only reads. When it changes the assignment it kicks an acquire
+// pass (an unchanged one leaves nothing new to acquire: the periodic pass, release notifications,
+// lost leases and the takeover schedule see to the rest).
 func (m *Manager) refresh() error {
 	ctx, cancel := m.opCtxFor(m.cfg.DiscoveryInterval)
 	defer cancel()
@@ -386,7 +388,9 @@ func (m *Manager) refresh() error {
 		}
 	}
 	m.mu.Unlock()
-	m.kick(m.acquireKick)
+	if !same {
+		m.kick(m.acquireKick)
+	}
 	return nil
 }
 
