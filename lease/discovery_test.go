@@ -2,10 +2,14 @@ package lease
 
 import (
 	"context"
+	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/tenurelabs/tenure/clock"
@@ -90,10 +94,10 @@ func TestAnnouncementsAreCoalesced(t *testing.T) {
 		}
 	}
 
-	m.announced()
+	m.announced("x")
 	require.True(t, kicked(), "the first announcement runs a round at once")
 	for i := 0; i < 100; i++ {
-		m.announced()
+		m.announced("x")
 		clk.advance(window / 200)
 	}
 	require.False(t, kicked(), "announcements inside the window wait for its end")
@@ -103,6 +107,87 @@ func TestAnnouncementsAreCoalesced(t *testing.T) {
 	require.Never(t, kicked, 50*time.Millisecond, time.Millisecond, "and only one")
 
 	clk.advance(2 * window)
-	m.announced()
+	m.announced("x")
 	require.True(t, kicked(), "after a quiet spell an announcement runs a round at once")
+}
+
+// scanCounter counts SCAN commands.
+type scanCounter struct{ n atomic.Int64 }
+
+func (s *scanCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (s *scanCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if cmd.Name() == "scan" {
+			s.n.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+func (s *scanCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// A round finds the fleet from the heartbeats it knows and the instances announced since; it scans the
+// keyspace only at its first round, when an instance vanished unannounced (and then for one
+// HeartbeatTTL), and every nodeRescanRounds discovery intervals.
+func TestFleetScansOnlyWhenNeeded(t *testing.T) {
+	mr := miniredis.RunT(t)
+	c := newClient(t, mr.Addr())
+	scans := &scanCounter{}
+	c.AddHook(scans)
+	clk := &handClock{now: time.Unix(1000, 0)}
+	cfg := testConfig()
+	cfg.InstanceID, cfg.Clock, cfg.Logger = "self", clk, quietLogger()
+	cfg.Targets = StaticTargets{"x"}
+	cfg.Poll = func(context.Context, Poll) error { return nil }
+	m, err := New(c, cfg)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	m.runCtx = ctx
+	beat := func(id string) { require.NoError(t, c.Set(ctx, "poll:node:"+id, "1", time.Hour).Err()) }
+	for _, id := range []string{"self", "a", "b", "c"} {
+		beat(id)
+	}
+	for i := 0; i < 500; i++ {
+		require.NoError(t, c.Set(ctx, fmt.Sprintf("poll:lease:ep%d", i), "v", 0).Err())
+	}
+	round := func() []string {
+		t.Helper()
+		others, _, err := m.fleet(ctx)
+		require.NoError(t, err)
+		clk.advance(cfg.DiscoveryInterval / 10)
+		return others
+	}
+
+	require.Equal(t, []string{"a", "b", "c"}, round())
+	first := scans.n.Load()
+	require.Positive(t, first)
+	require.Equal(t, []string{"a", "b", "c"}, round())
+	require.Equal(t, first, scans.n.Load(), "a round with nothing new does not scan")
+
+	beat("d")
+	require.Equal(t, []string{"a", "b", "c"}, round(), "an unannounced newcomer waits for a scan")
+	m.announced("d")
+	require.Equal(t, []string{"a", "b", "c", "d"}, round(), "an announced one is read at once")
+	require.NoError(t, c.Del(ctx, "poll:node:b").Err())
+	m.announced("b") // a stop: it says why its heartbeat is gone
+	require.Equal(t, []string{"a", "c", "d"}, round())
+	require.Equal(t, first, scans.n.Load(), "announcements need no scan")
+
+	beat("e")
+	require.NoError(t, c.Del(ctx, "poll:node:a").Err()) // gone without a word
+	require.Equal(t, []string{"c", "d", "e"}, round(), "a vanished instance makes the round scan")
+	afterVanish := scans.n.Load()
+	require.Greater(t, afterVanish, first)
+	round()
+	require.Greater(t, scans.n.Load(), afterVanish, "and the rounds of one HeartbeatTTL after it")
+	clk.advance(cfg.HeartbeatTTL)
+	n := scans.n.Load()
+	round()
+	require.Equal(t, n, scans.n.Load(), "then no longer")
+
+	clk.advance(nodeRescanRounds * cfg.DiscoveryInterval)
+	round()
+	require.Greater(t, scans.n.Load(), n, "a periodic scan finds what announcements missed")
 }

@@ -85,9 +85,9 @@ type Manager struct {
 	// fleetWake fires a discovery round when the first other instance's heartbeat expires (takeover.go).
 	takeover  *alarm
 	fleetWake *alarm
-	// joins coalesces the discovery rounds asked for by fleet announcements; lastAssign is what the
-	// current assignment was computed from (discovery.go; guarded by mu).
-	joins      joinCoalescer
+	// disc is what discovery rounds remember (coalesced announcements, the fleet last read);
+	// lastAssign is what the current assignment was computed from (discovery.go; guarded by mu).
+	disc       discoveryState
 	lastAssign assignment
 }
 

@@ -323,7 +323,7 @@ func (m *Manager) discover() {
 func (m *Manager) refresh() error {
 	ctx, cancel := m.opCtxFor(m.cfg.DiscoveryInterval)
 	defer cancel()
-	nodeKeys, err := scanKeys(ctx, m.client, m.keys.nodePattern())
+	others, wake, err := m.fleet(ctx) // discovery.go
 	if err != nil {
 		m.noteErr("discovery", err)
 		return fmt.Errorf("instances: %w", err)
@@ -331,18 +331,6 @@ func (m *Manager) refresh() error {
 	targets, err := m.targets.Targets(ctx)
 	if err != nil {
 		return fmt.Errorf("targets: %w", err) // a TargetSource may not use this link: not counted
-	}
-	prefix := m.keys.node("")
-	var others []string
-	for _, k := range nodeKeys {
-		if id := strings.TrimPrefix(k, prefix); id != m.id {
-			others = append(others, id)
-		}
-	}
-	others, wake, err := m.heartbeatExpiries(ctx, dedupe(others))
-	if err != nil {
-		m.noteErr("discovery", err)
-		return fmt.Errorf("instances: %w", err)
 	}
 	// The next round comes when the first other heartbeat expires, so that a dead instance's
 	// endpoints are reassigned at that moment rather than at the next tick (see takeover.go).
@@ -449,7 +437,7 @@ func (m *Manager) listen() {
 					m.kick(m.acquireKick)
 				}
 			case "join", "stop":
-				m.announced() // coalesced (discovery.go)
+				m.announced(f[1]) // coalesced (discovery.go)
 			}
 		}
 	}
