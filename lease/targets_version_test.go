@@ -2,6 +2,7 @@ package lease
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"testing"
@@ -216,4 +217,29 @@ func TestSessionSourceReadsManySessions(t *testing.T) {
 	want = want[1:]
 	got := targetsOf(t, &SessionSource{Client: c, Logger: quietLogger()})
 	require.Equal(t, want, got)
+}
+
+func TestCanonicalSession(t *testing.T) {
+	for _, tc := range []struct {
+		raw, id      string
+		paused, fast bool
+	}{
+		{`{"id":"a","paused":false}`, "a", false, true},
+		{`{"id":"ep-7","paused":true}`, "ep-7", true, true},
+		{`{"id":"a","paused":false} `, "a", false, false},
+		{`{"id":"ab","paused":false}`, "a", false, false},
+		{`{"id":"a","paused":false,"x":1}`, "a", false, false},
+		{`{"paused":false}`, "a", false, false},
+		{`{"id":"a\"b","paused":true}`, `a"b`, false, false},
+	} {
+		paused, ok := canonicalSession(tc.raw, tc.id)
+		require.Equal(t, tc.fast, ok, tc.raw)
+		if ok {
+			require.Equal(t, tc.paused, paused, tc.raw)
+			var v sessionValue
+			require.NoError(t, json.Unmarshal([]byte(tc.raw), &v))
+			require.Equal(t, v.Paused, paused, "the text form agrees with JSON")
+			require.Equal(t, tc.id, v.ID)
+		}
+	}
 }

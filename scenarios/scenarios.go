@@ -162,9 +162,10 @@ func Names() []string {
 	return names
 }
 
-// Get returns the named scenario, or an error listing the valid names.
+// Get returns the named scenario (of the catalogue, or one of the scale scenarios no suite runs), or an
+// error listing the valid names.
 func Get(name string) (sim.Scenario, error) {
-	for _, sc := range all {
+	for _, sc := range append(All(), scale...) {
 		if sc.Name == name {
 			return sc, nil
 		}
