@@ -51,7 +51,7 @@ var all = []sim.Scenario{
 		Steady: w(110*s, 140*s), ExpectBalance: true,
 	},
 	{
-		Name: "scale-to-10", Description: "A fleet of two grows to ten on twenty endpoints.",
+		Name: "scale-to-10", Description: "A fleet of two grows to ten on twenty endpoints: eight instances start at once (--instances sets the fleet before them, so --instances 50 grows it to 58).",
 		Instances: 2, Endpoints: 20, Duration: 150 * s, Steps: chaos.Schedule{{At: 60 * s, Fault: chaos.Start{Count: 8}}},
 		Steady: w(120*s, 150*s), ExpectBalance: true,
 	},
