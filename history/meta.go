@@ -54,9 +54,25 @@ type Meta struct {
 	// violation against them (inside them a violation is a defect; outside them it is expected, and
 	// the question is whether it was caught).
 	Assumptions Assumptions `json:"assumptions"`
+	// Counted holds the backend commands that were counted instead of recorded one event each, per
+	// instance and command name ("get", "scan", "pttl", "evalsha" ...): reads of the system's own
+	// bookkeeping that no invariant is judged on — its scans of the fleet and of the targets, its reads
+	// of session keys and heartbeats, its change-counter reads. They answered without error; every
+	// command on a lease or election key, every write, and every command that failed or went unanswered
+	// is recorded as an event. Nil in older histories (which recorded everything).
+	Counted map[string]map[string]int64 `json:"counted,omitempty"`
 	// Expect holds the invariants this scenario is expected to violate (for regression scenarios of
 	// broken systems); empty for ordinary scenarios.
 	Expect []string `json:"expect,omitempty"`
+}
+
+// CountedBy returns how many commands of instance were counted instead of recorded (see Counted).
+func (m Meta) CountedBy(instance string) int64 {
+	var n int64
+	for _, v := range m.Counted[instance] {
+		n += v
+	}
+	return n
 }
 
 // Window is an interval of run time.

@@ -20,6 +20,9 @@ type Recorder struct {
 	mu     sync.Mutex
 	seq    int64
 	events []Event
+
+	cmu     sync.Mutex
+	counted map[string]map[string]int64 // instance -> command -> count (see Meta.Counted)
 }
 
 // NewRecorder returns a recorder whose clock is since: the time elapsed since the start of the run on
@@ -44,6 +47,43 @@ func (r *Recorder) Add(e Event) int64 {
 	e.Seq = r.seq
 	r.events = append(r.events, e)
 	return e.Seq
+}
+
+// Count adds n to the count of command for instance: commands counted instead of recorded one event
+// each (see Meta.Counted).
+func (r *Recorder) Count(instance, command string, n int64) {
+	if n == 0 {
+		return
+	}
+	r.cmu.Lock()
+	defer r.cmu.Unlock()
+	if r.counted == nil {
+		r.counted = map[string]map[string]int64{}
+	}
+	byCmd := r.counted[instance]
+	if byCmd == nil {
+		byCmd = map[string]int64{}
+		r.counted[instance] = byCmd
+	}
+	byCmd[command] += n
+}
+
+// Counted returns a copy of the counts so far (nil when nothing was counted).
+func (r *Recorder) Counted() map[string]map[string]int64 {
+	r.cmu.Lock()
+	defer r.cmu.Unlock()
+	if len(r.counted) == 0 {
+		return nil
+	}
+	out := make(map[string]map[string]int64, len(r.counted))
+	for in, byCmd := range r.counted {
+		c := make(map[string]int64, len(byCmd))
+		for k, v := range byCmd {
+			c[k] = v
+		}
+		out[in] = c
+	}
+	return out
 }
 
 // Events returns a copy of the events so far, sorted by At (then Seq).

@@ -44,6 +44,11 @@ type Config struct {
 	KeyPrefix string
 	// SessionPrefix is where the default target source finds sessions (session:<id>). Default "session:".
 	SessionPrefix string
+	// SessionResync is how often the default target source reads every session even though the
+	// sessions' change counter has not moved (see SessionSource): a change made without incrementing the
+	// counter is seen within SessionResync plus one DiscoveryInterval. Default 5m
+	// (DefaultSessionResync); at least DiscoveryInterval. Unused when Targets is set.
+	SessionResync time.Duration
 
 	// LeaseTTL is the lease key's time to live. Default 30s.
 	LeaseTTL time.Duration
@@ -57,7 +62,8 @@ type Config struct {
 	// Default 30s; more than HeartbeatInterval.
 	HeartbeatTTL time.Duration
 	// DiscoveryInterval is how often live instances and targets are re-read and the assignment
-	// recomputed. Pub/sub notifications trigger extra rounds. Default 10s.
+	// recomputed. Pub/sub notifications trigger extra rounds: the first of a burst at once, the rest
+	// of it in one more round DiscoveryInterval/20 later. Default 10s.
 	DiscoveryInterval time.Duration
 	// PollInterval is the pause between two polls of one held endpoint. Default 1s.
 	PollInterval time.Duration
@@ -105,6 +111,7 @@ func DefaultConfig() Config {
 	return Config{
 		KeyPrefix:         "poll:",
 		SessionPrefix:     "session:",
+		SessionResync:     DefaultSessionResync,
 		LeaseTTL:          30 * time.Second,
 		RenewInterval:     10 * time.Second,
 		HeartbeatInterval: 10 * time.Second,
@@ -145,6 +152,9 @@ func (c Config) Validate() error {
 		return invalid("KeyPrefix", "must not be empty")
 	case c.Targets == nil && c.SessionPrefix == "":
 		return invalid("SessionPrefix", "must not be empty when Targets is nil")
+	case c.Targets == nil && c.SessionResync < c.DiscoveryInterval:
+		return invalid("SessionResync", "(%s) must be at least DiscoveryInterval (%s) when Targets is nil: it is how often every session is read even though none changed (DefaultConfig sets %s)",
+			c.SessionResync, c.DiscoveryInterval, DefaultSessionResync)
 	case c.LeaseTTL < time.Millisecond:
 		return invalid("LeaseTTL", "(%s) must be at least 1ms", c.LeaseTTL)
 	case c.RenewInterval <= 0:

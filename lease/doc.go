@@ -7,9 +7,14 @@
 // Every endpoint has a lease key <prefix>lease:<endpoint> whose value names the holding, not just the
 // process: <instance ID>:<nonce>, where the nonce is new for every acquire attempt (the manager's start
 // time and an attempt counter) and stays the same across go-redis re-sends of that attempt. The key's
-// TTL is LeaseTTL. Instances announce themselves with a heartbeat key <prefix>node:<id> and find
-// each other by SCAN. Targets come from a TargetSource (by default the session:<id> keys in Redis,
-// which are only ever read). Each instance computes the same bounded-load rendezvous assignment (see
+// TTL is LeaseTTL. Instances announce themselves with a heartbeat key <prefix>node:<id> (and a "join"
+// on the pub/sub channel) and find each other by SCAN. A SCAN walks the whole keyspace, so a discovery
+// round scans only at its first round, while its link recovers, after an instance vanished unannounced
+// (and then at every round for one HeartbeatTTL) and every six DiscoveryIntervals; otherwise it reads
+// the heartbeats it knows and those announced since. An instance whose announcement was lost is found
+// by the next periodic scan: balance suffers until then, never safety. Targets come from a TargetSource (by default the session:<id> keys in Redis,
+// which are only ever read, in full only when the application's change counter or the server moved:
+// see SessionSource). Each instance computes the same bounded-load rendezvous assignment (see
 // Assign) over the live instances, acquires the endpoints assigned to it, renews all its leases in one
 // pipelined round trip per RenewInterval, and polls each held endpoint every PollInterval. A holder that
 // is no longer preferred finishes its in-flight poll, releases, and announces the release on the

@@ -85,6 +85,10 @@ type Manager struct {
 	// fleetWake fires a discovery round when the first other instance's heartbeat expires (takeover.go).
 	takeover  *alarm
 	fleetWake *alarm
+	// disc is what discovery rounds remember (coalesced announcements, the fleet last read);
+	// lastAssign is what the current assignment was computed from (discovery.go; guarded by mu).
+	disc       discoveryState
+	lastAssign assignment
 }
 
 // New validates cfg, fills in defaults and registers metrics. It does not touch Redis. For bounded
@@ -110,7 +114,8 @@ func New(client redis.UniversalClient, cfg Config) (*Manager, error) {
 		cfg.InstanceID = NewInstanceID(host, cfg.Clock.Now(), cfg.Rand)
 	}
 	if cfg.Targets == nil {
-		cfg.Targets = &SessionSource{Client: client, Prefix: cfg.SessionPrefix, Logger: cfg.Logger}
+		cfg.Targets = &SessionSource{Client: client, Prefix: cfg.SessionPrefix, ResyncInterval: cfg.SessionResync,
+			Clock: cfg.Clock, Logger: cfg.Logger}
 	}
 	met, err := newMetrics(cfg.Registerer, cfg.InstanceID)
 	if err != nil {

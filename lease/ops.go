@@ -317,11 +317,13 @@ func (m *Manager) discover() {
 	}
 }
 
-// refresh is one discovery round: it only reads. On success it kicks an acquire pass.
+// refresh is one discovery round: it only reads. When it changes the assignment it kicks an acquire
+// pass (an unchanged one leaves nothing new to acquire: the periodic pass, release notifications,
+// lost leases and the takeover schedule see to the rest).
 func (m *Manager) refresh() error {
 	ctx, cancel := m.opCtxFor(m.cfg.DiscoveryInterval)
 	defer cancel()
-	nodeKeys, err := scanKeys(ctx, m.client, m.keys.nodePattern())
+	others, wake, err := m.fleet(ctx) // discovery.go
 	if err != nil {
 		m.noteErr("discovery", err)
 		return fmt.Errorf("instances: %w", err)
@@ -329,18 +331,6 @@ func (m *Manager) refresh() error {
 	targets, err := m.targets.Targets(ctx)
 	if err != nil {
 		return fmt.Errorf("targets: %w", err) // a TargetSource may not use this link: not counted
-	}
-	prefix := m.keys.node("")
-	var others []string
-	for _, k := range nodeKeys {
-		if id := strings.TrimPrefix(k, prefix); id != m.id {
-			others = append(others, id)
-		}
-	}
-	others, wake, err := m.heartbeatExpiries(ctx, dedupe(others))
-	if err != nil {
-		m.noteErr("discovery", err)
-		return fmt.Errorf("instances: %w", err)
 	}
 	// The next round comes when the first other heartbeat expires, so that a dead instance's
 	// endpoints are reassigned at that moment rather than at the next tick (see takeover.go).
@@ -351,22 +341,33 @@ func (m *Manager) refresh() error {
 	}
 	// We are alive even if our heartbeat was lost with a restarted Redis.
 	insts := dedupe(append(others, m.id))
-	assign := Assign(insts, targets)
-	if m.mut.Has(mutation.PlainRendezvous) {
-		assign = assignPlain(insts, targets)
+	// The same fleet and the same targets give the same assignment: most rounds find nothing new.
+	var assigned, targetSet map[string]bool
+	m.mu.Lock()
+	same := m.lastAssign.same(insts, targets)
+	m.mu.Unlock()
+	if !same {
+		assign := Assign(insts, targets)
+		if m.mut.Has(mutation.PlainRendezvous) {
+			assign = assignPlain(insts, targets)
+		}
+		targetSet = make(map[string]bool, len(targets))
+		for _, t := range targets {
+			targetSet[t] = true
+		}
+		assigned = make(map[string]bool)
+		for ep, owner := range assign {
+			if owner == m.id {
+				assigned[ep] = true
+			}
+		}
 	}
 
 	m.mu.Lock()
 	m.instances = insts
-	m.targetSet = make(map[string]bool, len(targets))
-	for _, t := range targets {
-		m.targetSet[t] = true
-	}
-	m.assigned = make(map[string]bool)
-	for ep, owner := range assign {
-		if owner == m.id {
-			m.assigned[ep] = true
-		}
+	if assigned != nil {
+		m.targetSet, m.assigned = targetSet, assigned
+		m.lastAssign = assignment{insts: insts, targets: targets}
 	}
 	cutoff := m.clock.Now().Add(-m.cfg.LeaseTTL)
 	for ep, at := range m.notified {
@@ -375,7 +376,9 @@ func (m *Manager) refresh() error {
 		}
 	}
 	m.mu.Unlock()
-	m.kick(m.acquireKick)
+	if !same {
+		m.kick(m.acquireKick)
+	}
 	return nil
 }
 
@@ -408,7 +411,8 @@ func (m *Manager) publish(msg string) {
 }
 
 // listen reacts to fleet notifications: "release <instance> <endpoint>" triggers an acquire pass (the
-// endpoint may be ours now); "join <instance>" and "stop <instance>" trigger a discovery round.
+// endpoint may be ours now); "join <instance>" and "stop <instance>" trigger a discovery round, coalesced
+// when they come in bursts (discovery.go).
 func (m *Manager) listen() {
 	defer m.loops.Done()
 	ch := m.pubsub.Channel()
@@ -433,7 +437,7 @@ func (m *Manager) listen() {
 					m.kick(m.acquireKick)
 				}
 			case "join", "stop":
-				m.kick(m.discoverKick)
+				m.announced(f[1]) // coalesced (discovery.go)
 			}
 		}
 	}

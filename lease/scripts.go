@@ -30,6 +30,9 @@ var (
 	renewScript   = redis.NewScript(renewSource)
 	releaseScript = redis.NewScript(releaseSource)
 
+	// sessionsVersionScript reads SessionSource's change counter and the server's run_id (read only).
+	sessionsVersionScript = redis.NewScript(scriptSource("sessions_version"))
+
 	// Variants of acquire for the checker-power mutants (Config.Mutations), each with one mechanism
 	// removed. Production code never sends them.
 	establishScript = redis.NewScript(scriptSource("establish"))
@@ -76,6 +79,13 @@ func ScriptNames() map[string]string {
 		mutantAcquireTokenReset.Hash():    "acquire",
 		mutantAcquireNotIdempotent.Hash(): "acquire",
 	}
+}
+
+// ReadScripts maps the SHA1 of each script that only reads (it writes no key) to its name:
+// "sessions-version", SessionSource's read of its change counter. Tools that record commands can treat
+// these as reads of the system's own bookkeeping.
+func ReadScripts() map[string]string {
+	return map[string]string{sessionsVersionScript.Hash(): "sessions-version"}
 }
 
 // keys names every Redis key and channel the manager uses.

@@ -51,7 +51,7 @@ var all = []sim.Scenario{
 		Steady: w(110*s, 140*s), ExpectBalance: true,
 	},
 	{
-		Name: "scale-to-10", Description: "A fleet of two grows to ten on twenty endpoints.",
+		Name: "scale-to-10", Description: "A fleet of two grows to ten on twenty endpoints: eight instances start at once (--instances sets the fleet before them, so --instances 50 grows it to 58).",
 		Instances: 2, Endpoints: 20, Duration: 150 * s, Steps: chaos.Schedule{{At: 60 * s, Fault: chaos.Start{Count: 8}}},
 		Steady: w(120*s, 150*s), ExpectBalance: true,
 	},
@@ -162,9 +162,10 @@ func Names() []string {
 	return names
 }
 
-// Get returns the named scenario, or an error listing the valid names.
+// Get returns the named scenario (of the catalogue, or one of the scale scenarios no suite runs), or an
+// error listing the valid names.
 func Get(name string) (sim.Scenario, error) {
-	for _, sc := range all {
+	for _, sc := range append(All(), scale...) {
 		if sc.Name == name {
 			return sc, nil
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tenurelabs/tenure/history"
+	"github.com/tenurelabs/tenure/lease"
 )
 
 // ErrStaleToken is returned by a fencing endpoint to a poll whose token is older than one it has seen.
@@ -79,11 +80,15 @@ func (s *endpointService) Poll(ctx context.Context, instance, endpoint string, t
 }
 
 // sessionStore is the poll targets: session:<id> keys holding {"id":..., "paused":...}. The harness
-// plays the application that owns them; the system under test only reads them.
+// plays the application that owns them; the system under test only reads them. Like such an
+// application it increments the sessions' change counter (lease.SessionVersionKey of the prefix) after
+// every change, in the same round trip, so that a system that reads the counter (the reference's
+// lease.SessionSource) sees each change at its next discovery round.
 type sessionStore struct {
-	client redis.UniversalClient
-	prefix string
-	rec    *history.Recorder
+	client  redis.UniversalClient
+	prefix  string
+	version string // the change counter key
+	rec     *history.Recorder
 
 	mu     sync.Mutex
 	order  []string
@@ -91,7 +96,7 @@ type sessionStore struct {
 }
 
 func newSessionStore(client redis.UniversalClient, prefix string, rec *history.Recorder) *sessionStore {
-	return &sessionStore{client: client, prefix: prefix, rec: rec, paused: map[string]bool{}}
+	return &sessionStore{client: client, prefix: prefix, version: lease.SessionVersionKey(prefix), rec: rec, paused: map[string]bool{}}
 }
 
 type sessionDoc struct {
@@ -99,12 +104,21 @@ type sessionDoc struct {
 	Paused bool   `json:"paused"`
 }
 
-func (s *sessionStore) write(ctx context.Context, id string, paused bool) error {
-	b, _ := json.Marshal(sessionDoc{ID: id, Paused: paused})
-	if err := s.client.Set(ctx, s.prefix+id, b, 0).Err(); err != nil {
-		return fmt.Errorf("sim: write session %s: %w", id, err)
+// change applies one change to the session keys, then increments the change counter, in one pipeline
+// (commands on one connection run in order: the counter moves only after the change).
+func (s *sessionStore) change(ctx context.Context, what string, queue func(p redis.Pipeliner)) error {
+	p := s.client.Pipeline()
+	queue(p)
+	p.Incr(ctx, s.version)
+	if _, err := p.Exec(ctx); err != nil {
+		return fmt.Errorf("sim: %s: %w", what, err)
 	}
 	return nil
+}
+
+func (s *sessionStore) write(ctx context.Context, id string, paused bool) error {
+	b, _ := json.Marshal(sessionDoc{ID: id, Paused: paused})
+	return s.change(ctx, "write session "+id, func(p redis.Pipeliner) { p.Set(ctx, s.prefix+id, b, 0) })
 }
 
 func (s *sessionStore) note(id string, c history.SessionChange) {
@@ -165,8 +179,8 @@ func (s *sessionStore) Remove(ctx context.Context, id string) error {
 	if !ok {
 		return fmt.Errorf("sim: no session %q", id)
 	}
-	if err := s.client.Del(ctx, s.prefix+id).Err(); err != nil {
-		return fmt.Errorf("sim: remove session %s: %w", id, err)
+	if err := s.change(ctx, "remove session "+id, func(p redis.Pipeliner) { p.Del(ctx, s.prefix+id) }); err != nil {
+		return err
 	}
 	s.mu.Lock()
 	delete(s.paused, id)
@@ -189,9 +203,18 @@ func (s *sessionStore) Restore(ctx context.Context) error {
 		docs = append(docs, sessionDoc{ID: id, Paused: s.paused[id]})
 	}
 	s.mu.Unlock()
+	// In batches, each followed by its increment.
 	var errs []error
-	for _, d := range docs {
-		errs = append(errs, s.write(ctx, d.ID, d.Paused))
+	for len(docs) > 0 {
+		n := min(len(docs), 1000)
+		batch := docs[:n]
+		docs = docs[n:]
+		errs = append(errs, s.change(ctx, "restore sessions", func(p redis.Pipeliner) {
+			for _, d := range batch {
+				b, _ := json.Marshal(d)
+				p.Set(ctx, s.prefix+d.ID, b, 0)
+			}
+		}))
 	}
 	s.rec.Add(history.Event{Kind: history.KindNote, At: s.rec.Now(), Note: "sessions restored after data loss"})
 	return errors.Join(errs...)
@@ -209,9 +232,10 @@ func (s *sessionStore) deleteAll(ctx context.Context) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	keys := make([]string, len(ids))
+	keys := make([]string, len(ids), len(ids)+1)
 	for i, id := range ids {
 		keys[i] = s.prefix + id
 	}
+	keys = append(keys, s.version)
 	return s.client.Del(ctx, keys...).Err()
 }

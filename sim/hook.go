@@ -55,7 +55,9 @@ func (h *recordingHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		at := h.rec.Now()
 		err := next(ctx, cmd)
 		h.wait()
-		h.record(at, h.rec.Now(), cmd, err)
+		if name, counted := h.record(at, h.rec.Now(), cmd, err); counted {
+			h.rec.Count(h.instance, name, 1)
+		}
 		return err
 	}
 }
@@ -70,22 +72,33 @@ func (h *recordingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redi
 		err := next(ctx, cmds)
 		h.wait()
 		end := h.rec.Now()
+		var counted map[string]int64
 		for _, c := range cmds {
 			cerr := c.Err()
 			if cerr == nil && err != nil && !isServerError(err) {
 				cerr = err
 			}
-			h.record(at, end, c, cerr)
+			if name, ok := h.record(at, end, c, cerr); ok {
+				if counted == nil {
+					counted = map[string]int64{}
+				}
+				counted[name]++
+			}
+		}
+		for name, n := range counted {
+			h.rec.Count(h.instance, name, n)
 		}
 		return err
 	}
 }
 
-func (h *recordingHook) record(at, end time.Duration, cmd redis.Cmder, err error) {
+// record adds one command to the history, or reports (name, true) when it is to be counted instead: a
+// read of the system's own bookkeeping (see bookkeeping).
+func (h *recordingHook) record(at, end time.Duration, cmd redis.Cmder, err error) (string, bool) {
 	name := strings.ToLower(cmd.Name())
 	switch name {
 	case "hello", "client", "ping", "select", "auth", "subscribe", "psubscribe", "unsubscribe", "punsubscribe":
-		return // connection housekeeping, not the system's behaviour
+		return "", false // connection housekeeping, not the system's behaviour
 	}
 	args := cmd.Args()
 	var reply any
@@ -106,6 +119,9 @@ func (h *recordingHook) record(at, end time.Duration, cmd redis.Cmder, err error
 			op = h.defaults.Classify(args, reply, err)
 		}
 	}
+	if h.bookkeeping(name, args, op, err) {
+		return name, true
+	}
 	if op.Key == "" && len(args) > 1 {
 		op.Key = keyOf(args)
 	}
@@ -118,6 +134,37 @@ func (h *recordingHook) record(at, end time.Duration, cmd redis.Cmder, err error
 	ev.Endpoint = endpointOf(op.Key)
 	ev.Op = &op
 	h.rec.Add(ev)
+	return "", false
+}
+
+// readOnlyCommands change nothing in Redis.
+var readOnlyCommands = map[string]bool{
+	"get": true, "mget": true, "strlen": true, "exists": true, "type": true, "ttl": true, "pttl": true,
+	"expiretime": true, "pexpiretime": true, "scan": true, "keys": true, "dbsize": true, "info": true,
+	"hget": true, "hmget": true, "hgetall": true, "hlen": true, "hexists": true, "smembers": true,
+	"scard": true, "sismember": true, "llen": true, "lrange": true, "zcard": true, "zrange": true,
+	"zscore": true, "time": true,
+}
+
+// bookkeeping reports whether a command is a read of the system's own bookkeeping, counted per instance
+// (history.Meta.Counted) rather than recorded: it was answered (a reply, possibly an error reply), the
+// model does not use it (OpOther), and it is either a read-only command none of whose arguments names
+// a lease or election key (session reads, scans of heartbeats and sessions, heartbeat PTTLs), or a
+// command the system's classifier declares a bookkeeping read (a read-only script).
+func (h *recordingHook) bookkeeping(name string, args []any, op history.Op, err error) bool {
+	if op.Kind != history.OpOther || (err != nil && !errors.Is(err, redis.Nil) && !isServerError(err)) {
+		return false
+	}
+	if readOnlyCommands[name] {
+		for _, a := range args[1:] {
+			if s, ok := a.(string); ok && endpointOf(s) != "" {
+				return false
+			}
+		}
+		return true
+	}
+	br, ok := h.classifier.(BookkeepingReader)
+	return ok && br.BookkeepingRead(args)
 }
 
 // isServerError reports whether err is an error reply from Redis that proves the command had no effect

@@ -41,6 +41,7 @@ func (r Reference) NewInstance(c InstanceConfig) (Instance, error) {
 	cfg.HeartbeatInterval = c.Timing.HeartbeatInterval
 	cfg.HeartbeatTTL = c.Timing.HeartbeatTTL
 	cfg.DiscoveryInterval = c.Timing.DiscoveryInterval
+	cfg.SessionResync = 30 * c.Timing.DiscoveryInterval // the default's ratio, at the run's time scale
 	cfg.PollInterval = c.Timing.PollInterval
 	cfg.OpTimeout = c.Timing.OpTimeout
 	cfg.DriftBound = c.Timing.DriftBound
@@ -66,6 +67,26 @@ func (r Reference) NewInstance(c InstanceConfig) (Instance, error) {
 	}
 	return m, nil
 }
+
+// BookkeepingRead implements BookkeepingReader: the reference's read-only scripts (its session change
+// counter read) are reads of its own bookkeeping.
+func (r Reference) BookkeepingRead(args []any) bool {
+	if len(args) < 2 {
+		return false
+	}
+	switch strings.ToLower(fmt.Sprint(args[0])) {
+	case "evalsha", "evalsha_ro":
+		_, ok := readScripts[strings.ToLower(fmt.Sprint(args[1]))]
+		return ok
+	case "eval", "eval_ro":
+		sum := sha1.Sum([]byte(fmt.Sprint(args[1])))
+		_, ok := readScripts[hex.EncodeToString(sum[:])]
+		return ok
+	}
+	return false
+}
+
+var readScripts = lease.ReadScripts()
 
 // Classify implements OpClassifier for the reference's Lua scripts (see lease.Scripts for their
 // conventions).

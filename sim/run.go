@@ -437,7 +437,7 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 			FailoverBound: failoverBound(sc, timing, o.TimeScale), PollInterval: timing.PollInterval, DiscoveryInterval: timing.DiscoveryInterval, Fencing: sc.Fencing,
 			Steady: steady, ExpectBalance: sc.ExpectBalance, Duration: end, StartedAt: start.UTC(),
 			Command: o.Command, Interrupted: interrupted, Expect: sc.Expect,
-			Assumptions: assumptions(sc, timing, backend, schedule),
+			Assumptions: assumptions(sc, timing, backend, schedule), Counted: rec.Counted(),
 		},
 		Events: kept,
 	}

@@ -114,3 +114,12 @@ type OpClassifier interface {
 	// for commands it does not recognise. reply is nil and err is set when no reply was seen.
 	Classify(args []any, reply any, err error) (op history.Op, ok bool)
 }
+
+// BookkeepingReader is an optional capability of an OpClassifier: it names the commands, beyond plain
+// read-only commands on keys that are neither lease nor election keys (which the recorder recognises by
+// itself), that only read the system's own bookkeeping — typically a read-only script. The recorder
+// counts such commands per instance (history.Meta.Counted) instead of recording one event each, so
+// that a history grows with decisions, not with the polling of a target list.
+type BookkeepingReader interface {
+	BookkeepingRead(args []any) bool
+}

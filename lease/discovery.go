@@ -1,0 +1,183 @@
+package lease
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Coalescing of fleet notifications. Every instance that starts announces itself ("join"), and every
+// instance that stops says so ("stop"); each announcement asks every other instance for a discovery
+// round. A fleet of N starting together would otherwise run N rounds on each of N instances. The first
+// announcement after a quiet spell runs a round at once (a graceful stop's handoff waits for it); the
+// ones that follow within joinWindow of it are served by one more round at the end of that window. A
+// round asked for while one runs is run once more after it (discoverKick holds one kick). Rounds timed
+// by the takeover schedule (fleetWake), the periodic tick and link recovery are never delayed.
+
+// joinWindowDivisor sets the window: DiscoveryInterval/20 (500 ms with the defaults).
+const joinWindowDivisor = 20
+
+// discoveryState is what discovery rounds remember between them: the coalescing of announcements, and
+// the fleet as last read (see fleet).
+type discoveryState struct {
+	mu      sync.Mutex
+	last    time.Time // when an announcement last kicked a round (manager clock)
+	pending bool      // a round is scheduled for the end of the window
+
+	hinted    []string  // instances announced since the last round: their heartbeats are read
+	scanned   bool      // the heartbeat keys were scanned at least once
+	lastScan  time.Time // when they were last scanned
+	scanUntil time.Time // scan at every round until then (an instance vanished)
+	known     []string  // the other instances found alive at the last round, sorted
+}
+
+// announced asks for a discovery round on behalf of a fleet announcement by instance id, coalesced as
+// described above. The round reads id's heartbeat, so a newcomer is found without a scan.
+func (m *Manager) announced(id string) {
+	j := &m.disc
+	window := m.cfg.DiscoveryInterval / joinWindowDivisor
+	j.mu.Lock()
+	if id != m.id && !slices.Contains(j.hinted, id) {
+		j.hinted = append(j.hinted, id)
+	}
+	if j.pending {
+		j.mu.Unlock()
+		return // the scheduled round will see this announcement too
+	}
+	now := m.clock.Now()
+	if wait := j.last.Add(window).Sub(now); !j.last.IsZero() && wait > 0 {
+		j.pending = true
+		j.mu.Unlock()
+		done := m.runCtx.Done()
+		go func() {
+			t := m.clock.NewTimer(wait)
+			defer t.Stop()
+			select {
+			case <-done:
+			case <-t.C():
+				j.mu.Lock()
+				j.pending = false
+				j.last = m.clock.Now()
+				j.mu.Unlock()
+				m.kick(m.discoverKick)
+			}
+		}()
+		return
+	}
+	j.last = now
+	j.mu.Unlock()
+	m.kick(m.discoverKick)
+}
+
+// assignment keeps the last assignment's inputs, so that a round that finds the same fleet and the same
+// targets does not compute it again.
+type assignment struct {
+	insts, targets []string
+}
+
+// same reports whether insts and targets (both sorted) are what the last assignment was computed from.
+func (a *assignment) same(insts, targets []string) bool {
+	return a.insts != nil && slices.Equal(a.insts, insts) && slices.Equal(a.targets, targets)
+}
+
+// Finding the fleet. Heartbeat keys are found by SCAN, which walks the whole keyspace — leases, fencing
+// counters and sessions too, tens of thousands of keys for every few heartbeats — so a round does not
+// scan when it has no reason to. It reads the PTTL of the heartbeats it knows and of the instances
+// announced since (an announcement names its instance), which also tells it who has gone, and scans
+// only: at its first round; while the link recovers; when a known instance's heartbeat has vanished,
+// and then at every round for one HeartbeatTTL (after a Redis restart the survivors' heartbeats come
+// back one by one); and at least every nodeRescanRounds rounds' worth of DiscoveryInterval, which bounds
+// how long an instance whose announcement was lost stays unknown (balance suffers meanwhile, never
+// safety: the assignment only chooses who tries to acquire).
+const nodeRescanRounds = 6
+
+// fleet returns the other live instances (sorted) and the first expiry among their heartbeats.
+func (m *Manager) fleet(ctx context.Context) ([]string, time.Time, error) {
+	d := &m.disc
+	now := m.clock.Now()
+	m.mu.Lock()
+	recovering := m.unhealthy
+	m.mu.Unlock()
+	d.mu.Lock()
+	scan := !d.scanned || recovering || now.Before(d.scanUntil) ||
+		now.Sub(d.lastScan) >= nodeRescanRounds*m.cfg.DiscoveryInterval
+	hinted := d.hinted
+	d.hinted = nil
+	known := d.known
+	others := dedupe(append(slices.Clone(known), hinted...))
+	d.mu.Unlock()
+
+	if scan {
+		scanned, err := m.scanNodes(ctx)
+		if err != nil {
+			m.rehint(hinted)
+			return nil, time.Time{}, err
+		}
+		others = dedupe(append(scanned, hinted...))
+	}
+	alive, wake, err := m.heartbeatExpiries(ctx, others)
+	if err != nil {
+		m.rehint(hinted)
+		return nil, time.Time{}, err
+	}
+	if !scan && vanished(known, alive, hinted) {
+		// Someone has gone unannounced: perhaps more has changed (a Redis restart empties every
+		// heartbeat).
+		d.mu.Lock()
+		d.scanUntil = now.Add(m.cfg.HeartbeatTTL)
+		d.mu.Unlock()
+		if others, err = m.scanNodes(ctx); err != nil {
+			return nil, time.Time{}, err // known is left as it was: the next round reads it again
+		}
+		if alive, wake, err = m.heartbeatExpiries(ctx, others); err != nil {
+			return nil, time.Time{}, err
+		}
+		scan = true
+	}
+	d.mu.Lock()
+	d.known = alive
+	if scan {
+		d.scanned, d.lastScan = true, now
+	}
+	d.mu.Unlock()
+	return alive, wake, nil
+}
+
+// vanished reports whether an instance of known (sorted) is not in alive (sorted) and did not announce
+// itself (hinted: a stop says why its heartbeat is gone).
+func vanished(known, alive, hinted []string) bool {
+	for _, k := range known {
+		if _, ok := slices.BinarySearch(alive, k); !ok && !slices.Contains(hinted, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// rehint keeps announcements for the next round when this one failed.
+func (m *Manager) rehint(ids []string) {
+	if len(ids) == 0 {
+		return
+	}
+	m.disc.mu.Lock()
+	m.disc.hinted = append(m.disc.hinted, ids...)
+	m.disc.mu.Unlock()
+}
+
+// scanNodes returns the other instances whose heartbeat keys exist, sorted.
+func (m *Manager) scanNodes(ctx context.Context) ([]string, error) {
+	nodeKeys, err := scanKeys(ctx, m.client, m.keys.nodePattern())
+	if err != nil {
+		return nil, err
+	}
+	prefix := m.keys.node("")
+	var others []string
+	for _, k := range nodeKeys {
+		if id := strings.TrimPrefix(k, prefix); id != m.id {
+			others = append(others, id)
+		}
+	}
+	return dedupe(others), nil
+}

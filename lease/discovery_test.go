@@ -1,0 +1,193 @@
+package lease
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tenurelabs/tenure/clock"
+)
+
+// handClock is a clock whose time and timers move only when the test advances it.
+type handClock struct {
+	mu     sync.Mutex
+	now    time.Time
+	timers []*handTimer
+}
+
+type handTimer struct {
+	clk  *handClock
+	at   time.Time
+	c    chan time.Time
+	done bool // guarded by clk.mu
+}
+
+func (t *handTimer) C() <-chan time.Time { return t.c }
+
+func (t *handTimer) Stop() bool {
+	t.clk.mu.Lock()
+	defer t.clk.mu.Unlock()
+	was := !t.done
+	t.done = true
+	return was
+}
+
+func (c *handClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *handClock) NewTimer(d time.Duration) clock.Timer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := &handTimer{clk: c, at: c.now.Add(d), c: make(chan time.Time, 1)}
+	c.timers = append(c.timers, t)
+	return t
+}
+
+func (c *handClock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+	for _, t := range c.timers {
+		if !t.done && !t.at.After(c.now) {
+			t.done = true
+			t.c <- c.now
+		}
+	}
+}
+
+func (c *handClock) waiting() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, t := range c.timers {
+		if !t.done {
+			n++
+		}
+	}
+	return n
+}
+
+// A burst of fleet announcements runs one discovery round at once and one more at the end of the
+// window, however many announcements the burst holds; an announcement after a quiet spell runs at once.
+func TestAnnouncementsAreCoalesced(t *testing.T) {
+	clk := &handClock{now: time.Unix(1000, 0)}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	m := &Manager{cfg: Config{DiscoveryInterval: time.Second}, clock: clk, runCtx: ctx, discoverKick: make(chan struct{}, 1)}
+	window := time.Second / joinWindowDivisor
+	kicked := func() bool {
+		select {
+		case <-m.discoverKick:
+			return true
+		default:
+			return false
+		}
+	}
+
+	m.announced("x")
+	require.True(t, kicked(), "the first announcement runs a round at once")
+	for i := 0; i < 100; i++ {
+		m.announced("x")
+		clk.advance(window / 200)
+	}
+	require.False(t, kicked(), "announcements inside the window wait for its end")
+	require.Eventually(t, func() bool { return clk.waiting() == 1 }, time.Second, time.Millisecond, "one round scheduled")
+	clk.advance(window)
+	require.Eventually(t, kicked, time.Second, time.Millisecond, "one round at the end of the window")
+	require.Never(t, kicked, 50*time.Millisecond, time.Millisecond, "and only one")
+
+	clk.advance(2 * window)
+	m.announced("x")
+	require.True(t, kicked(), "after a quiet spell an announcement runs a round at once")
+}
+
+// scanCounter counts SCAN commands.
+type scanCounter struct{ n atomic.Int64 }
+
+func (s *scanCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (s *scanCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if cmd.Name() == "scan" {
+			s.n.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+func (s *scanCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// A round finds the fleet from the heartbeats it knows and the instances announced since; it scans the
+// keyspace only at its first round, when an instance vanished unannounced (and then for one
+// HeartbeatTTL), and every nodeRescanRounds discovery intervals.
+func TestFleetScansOnlyWhenNeeded(t *testing.T) {
+	mr := miniredis.RunT(t)
+	c := newClient(t, mr.Addr())
+	scans := &scanCounter{}
+	c.AddHook(scans)
+	clk := &handClock{now: time.Unix(1000, 0)}
+	cfg := testConfig()
+	cfg.InstanceID, cfg.Clock, cfg.Logger = "self", clk, quietLogger()
+	cfg.Targets = StaticTargets{"x"}
+	cfg.Poll = func(context.Context, Poll) error { return nil }
+	m, err := New(c, cfg)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	m.runCtx = ctx
+	beat := func(id string) { require.NoError(t, c.Set(ctx, "poll:node:"+id, "1", time.Hour).Err()) }
+	for _, id := range []string{"self", "a", "b", "c"} {
+		beat(id)
+	}
+	for i := 0; i < 500; i++ {
+		require.NoError(t, c.Set(ctx, fmt.Sprintf("poll:lease:ep%d", i), "v", 0).Err())
+	}
+	round := func() []string {
+		t.Helper()
+		others, _, err := m.fleet(ctx)
+		require.NoError(t, err)
+		clk.advance(cfg.DiscoveryInterval / 10)
+		return others
+	}
+
+	require.Equal(t, []string{"a", "b", "c"}, round())
+	first := scans.n.Load()
+	require.Positive(t, first)
+	require.Equal(t, []string{"a", "b", "c"}, round())
+	require.Equal(t, first, scans.n.Load(), "a round with nothing new does not scan")
+
+	beat("d")
+	require.Equal(t, []string{"a", "b", "c"}, round(), "an unannounced newcomer waits for a scan")
+	m.announced("d")
+	require.Equal(t, []string{"a", "b", "c", "d"}, round(), "an announced one is read at once")
+	require.NoError(t, c.Del(ctx, "poll:node:b").Err())
+	m.announced("b") // a stop: it says why its heartbeat is gone
+	require.Equal(t, []string{"a", "c", "d"}, round())
+	require.Equal(t, first, scans.n.Load(), "announcements need no scan")
+
+	beat("e")
+	require.NoError(t, c.Del(ctx, "poll:node:a").Err()) // gone without a word
+	require.Equal(t, []string{"c", "d", "e"}, round(), "a vanished instance makes the round scan")
+	afterVanish := scans.n.Load()
+	require.Greater(t, afterVanish, first)
+	round()
+	require.Greater(t, scans.n.Load(), afterVanish, "and the rounds of one HeartbeatTTL after it")
+	clk.advance(cfg.HeartbeatTTL)
+	n := scans.n.Load()
+	round()
+	require.Equal(t, n, scans.n.Load(), "then no longer")
+
+	clk.advance(nodeRescanRounds * cfg.DiscoveryInterval)
+	round()
+	require.Greater(t, scans.n.Load(), n, "a periodic scan finds what announcements missed")
+}
