@@ -8,6 +8,8 @@ import (
 	"os"
 
 	"github.com/tenurelabs/tenure/simcli"
+	// The baselines register themselves for comparison runs (simrun matrix, --system).
+	_ "github.com/tenurelabs/tenure/systems/baselines"
 )
 
 func main() {
