@@ -14,13 +14,14 @@ import (
 	"github.com/tenurelabs/tenure/internal/pgtest"
 	"github.com/tenurelabs/tenure/internal/redistest"
 	_ "github.com/tenurelabs/tenure/systems/baselines"
+	_ "github.com/tenurelabs/tenure/systems/peers"
 )
 
-// The matrix's shape on a small fixed subset: each reference system passes, and each baseline fails the
-// cell its design is known to be weak in, by one of the invariants that weakness breaks.
+// The matrix's shape on a small fixed subset: each reference system passes, and each baseline and peer
+// library fails the cell its design is known to be weak in, by one of the invariants that weakness breaks.
 func TestMatrixShape(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs eight scenarios")
+		t.Skip("runs eleven scenarios")
 	}
 	redistest.Start(t) // skips (or fails under TENURE_REQUIRE_REDIS) without redis-server
 	pgtest.Connect(t)  // likewise for PostgreSQL
@@ -37,6 +38,10 @@ func TestMatrixShape(t *testing.T) {
 		{"heartbeat-takeover", "election-leader-partition-redis", []string{"two-holders", "double-poll"}},
 		{"election-postgres", "election-conn-reset-pg", nil},
 		{"pg-advisory", "election-conn-reset-pg", []string{"two-holders", "double-poll"}},
+		// The peer libraries have no guard against a Redis that comes back empty.
+		{"reference", "redis-restart-empty", nil},
+		{"redislock", "redis-restart-empty", []string{"two-holders", "double-poll"}},
+		{"redsync", "redis-restart-empty", []string{"two-holders", "double-poll"}},
 	}
 	f := matrixFlags{cells: map[[2]string]bool{}, seeds: 1}
 	var systems, scens []string
