@@ -397,66 +397,95 @@ func colsOf(cells []matrixCell) []string {
 			out = append(out, c.scenario)
 		}
 	}
-	// Lease scenarios first, then election ones, each in the scenarios' own order.
+	// Lease scenarios, then Redis election ones, then PostgreSQL ones, each in the scenarios' own order.
 	idx := map[string]int{}
 	for i, n := range scenarios.Names() {
 		idx[n] = i
 	}
 	sort.SliceStable(out, func(a, b int) bool {
-		ea, eb := strings.HasPrefix(out[a], "election-"), strings.HasPrefix(out[b], "election-")
-		if ea != eb {
-			return !ea
+		ga, gb := groupOf(out[a]), groupOf(out[b])
+		if ga != gb {
+			return ga < gb
 		}
 		return idx[out[a]] < idx[out[b]]
 	})
 	return out
 }
 
-// renderMatrix draws the table: rows systems, columns scenarios; a cell of a system that does not run
-// that scenario is empty. The Markdown form links each failing cell to its first failing run's report.
+// Column groups: one table each in Markdown, since no system has cells in two of them.
+var groupTitles = []string{"Lease systems", "Election on Redis", "Election on PostgreSQL"}
+
+func groupOf(scenario string) int {
+	sc, err := scenarios.Get(scenario)
+	if err != nil || sc.System == "" {
+		return 0
+	}
+	written, err := sim.Lookup(sc.System)
+	switch {
+	case err != nil || kindOf(written) != "election":
+		return 0
+	case usesPostgres(written):
+		return 2
+	}
+	return 1
+}
+
+// renderMatrix draws the table: rows systems, columns scenarios. In Markdown there is one table per
+// kind of scenario (lease, Redis election, PostgreSQL election), holding the systems of that kind, and
+// each failing cell links to its first failing run's report. In plain text there is one block per
+// system, one line per scenario, so that a wide matrix stays readable.
 func renderMatrix(cells []matrixCell, seeds int, markdown bool) string {
-	rows, cols := rowsOf(cells), colsOf(cells)
 	at := map[[2]string]matrixCell{}
 	for _, c := range cells {
 		at[[2]string{c.system, c.scenario}] = c
 	}
-	grid := make([][]string, len(rows))
-	for i, r := range rows {
-		grid[i] = make([]string, len(cols))
-		for j, col := range cols {
-			c, ok := at[[2]string{r, col}]
-			if !ok {
-				continue
-			}
-			s := c.text(seeds)
-			if markdown {
-				if d := c.firstFailing(); d != "" {
-					s = fmt.Sprintf("[%s](%s)", s, filepath.ToSlash(filepath.Join(d, "report.html")))
-				}
-			}
-			grid[i][j] = s
+	text := func(c matrixCell) string {
+		s := c.text(seeds)
+		if d := c.firstFailing(); markdown && d != "" {
+			s = fmt.Sprintf("[%s](%s)", s, filepath.ToSlash(filepath.Join(d, "report.html")))
 		}
+		return s
 	}
 	var b strings.Builder
-	if markdown {
-		b.WriteString("| system | " + strings.Join(cols, " | ") + " |\n")
-		b.WriteString("|---" + strings.Repeat("|---", len(cols)) + "|\n")
-		for i, r := range rows {
-			b.WriteString("| " + r + " | " + strings.Join(grid[i], " | ") + " |\n")
+	if !markdown {
+		cols := colsOf(cells)
+		width := 0
+		for _, col := range cols {
+			width = max(width, len(col))
+		}
+		for _, r := range rowsOf(cells) {
+			b.WriteString(r + "\n")
+			for _, col := range cols {
+				if c, ok := at[[2]string{r, col}]; ok {
+					fmt.Fprintf(&b, "  %-*s  %s\n", width, col, text(c))
+				}
+			}
 		}
 		return b.String()
 	}
-	// Plain text: one block per system, one line per scenario, so that a wide matrix stays readable.
-	width := 0
-	for _, col := range cols {
-		width = max(width, len(col))
-	}
-	for i, r := range rows {
-		b.WriteString(r + "\n")
-		for j, col := range cols {
-			if grid[i][j] != "" {
-				fmt.Fprintf(&b, "  %-*s  %s\n", width, col, grid[i][j])
+	for g, title := range groupTitles {
+		var group []matrixCell
+		for _, c := range cells {
+			if groupOf(c.scenario) == g {
+				group = append(group, c)
 			}
+		}
+		if len(group) == 0 {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString("\n")
+		}
+		cols := colsOf(group)
+		fmt.Fprintf(&b, "%s:\n\n| system | %s |\n|---%s|\n", title, strings.Join(cols, " | "), strings.Repeat("|---", len(cols)))
+		for _, r := range rowsOf(group) {
+			row := make([]string, len(cols))
+			for j, col := range cols {
+				if c, ok := at[[2]string{r, col}]; ok {
+					row[j] = text(c)
+				}
+			}
+			fmt.Fprintf(&b, "| %s | %s |\n", r, strings.Join(row, " | "))
 		}
 	}
 	return b.String()

@@ -64,7 +64,13 @@ func TestMatrixShape(t *testing.T) {
 	md, err := os.ReadFile(filepath.Join(f.run.out, "matrix.md"))
 	require.NoError(t, err)
 	table := string(md)
-	require.Len(t, strings.Split(strings.SplitN(table, "\n\n", 2)[0], "\n"), 2+len(systems), "one row per system:\n%s", table)
+	rows := 0
+	for _, l := range strings.Split(table, "\n") {
+		if strings.HasPrefix(l, "| ") && !strings.HasPrefix(l, "| system |") {
+			rows++
+		}
+	}
+	require.Equal(t, len(systems), rows, "one row per system:\n%s", table)
 	for _, e := range expect {
 		cell := cellOf(t, table, e.system, e.scenario)
 		if e.failsWith == nil {
@@ -92,7 +98,7 @@ func appendNew(xs []string, x string) []string {
 	return append(xs, x)
 }
 
-// cellOf reads one cell of the Markdown table.
+// cellOf reads one cell of the Markdown tables.
 func cellOf(t *testing.T, table, system, scenario string) string {
 	t.Helper()
 	fields := func(line string) []string {
@@ -106,20 +112,85 @@ func cellOf(t *testing.T, table, system, scenario string) string {
 		}
 		return parts
 	}
-	lines := strings.Split(table, "\n")
-	header := fields(lines[0])
-	col := -1
-	for i, h := range header {
-		if h == scenario {
-			col = i
+	var header []string
+	for _, l := range strings.Split(table, "\n") {
+		f := fields(l)
+		switch {
+		case len(f) == 0:
+		case f[0] == "system":
+			header = f
+		case f[0] == system && len(f) == len(header):
+			for i, h := range header {
+				if h == scenario {
+					return f[i]
+				}
+			}
 		}
 	}
-	require.GreaterOrEqual(t, col, 0, "scenario %s is not a column of\n%s", scenario, table)
-	for _, l := range lines[2:] {
-		if f := fields(l); len(f) == len(header) && f[0] == system {
-			return f[col]
-		}
-	}
-	t.Fatalf("system %s is not a row of\n%s", system, table)
+	t.Fatalf("no cell for %s on %s in\n%s", system, scenario, table)
 	return ""
+}
+
+func TestMatrixCellsAndTables(t *testing.T) {
+	cells := []matrixCell{
+		{system: "reference", scenario: "gc-pause", runs: []matrixRun{{seed: 1, passed: true}, {seed: 2, passed: true}}},
+		{system: "spec-naive", scenario: "gc-pause", runs: []matrixRun{
+			{seed: 1, dir: "spec-naive/gc-pause-1", words: []string{"two-holders", "double-poll"}},
+			{seed: 2, passed: true}}},
+		{system: "getexpire", scenario: "election-renewal-gap-redis", runs: []matrixRun{
+			{seed: 1, dir: "getexpire/election-renewal-gap-redis-1", words: []string{"outside-lease"}},
+			{seed: 2, dir: "getexpire/election-renewal-gap-redis-2", words: []string{"two-holders", "outside-lease"}}}},
+		{system: "pg-advisory", scenario: "election-conn-reset-pg", runs: []matrixRun{{seed: 1, errored: true}, {seed: 2, passed: true}}},
+	}
+	require.Equal(t, "pass", cells[0].text(2))
+	require.Equal(t, "1/2 two-holders double-poll", cells[1].text(2))
+	require.Equal(t, "2/2 outside-lease two-holders", cells[2].text(2))
+	require.Equal(t, "0/2 error", cells[3].text(2))
+
+	md := renderMatrix(cells, 2, true)
+	require.Contains(t, md, "Lease systems:\n\n| system | gc-pause |\n|---|---|\n| reference | pass |\n| spec-naive | [1/2 two-holders double-poll](spec-naive/gc-pause-1/report.html) |\n")
+	require.Contains(t, md, "Election on Redis:\n\n| system | election-renewal-gap-redis |\n|---|---|\n| getexpire | [2/2 outside-lease two-holders](getexpire/election-renewal-gap-redis-1/report.html) |\n")
+	require.Contains(t, md, "Election on PostgreSQL:\n\n| system | election-conn-reset-pg |\n|---|---|\n| pg-advisory | 0/2 error |\n")
+	require.Equal(t, "pass", cellOf(t, md, "reference", "gc-pause"))
+
+	txt := renderMatrix(cells, 2, false)
+	require.Contains(t, txt, "spec-naive\n  gc-pause                    1/2 two-holders double-poll\n")
+
+	runs := failingRuns(cells, "out", false)
+	require.Contains(t, runs, "spec-naive / gc-pause seed 1: two-holders double-poll\n  report: out/spec-naive/gc-pause-1/report.html\n")
+	require.Contains(t, runs, "pg-advisory / election-conn-reset-pg seed 1: could not be set up\n")
+	require.NotContains(t, runs, "seed 2: \n")
+}
+
+// Bad flags are usage errors that name what is wrong and write nothing.
+func TestMatrixBadFlags(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "m")
+	full := filepath.Join(dir, "full")
+	require.NoError(t, os.MkdirAll(full, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(full, "x"), nil, 0o644))
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--systems", "nope"}, `unknown system "nope"`},
+		{[]string{"--scenarios", "gc-pause,,crash-failover"}, "empty name"},
+		{[]string{"--scenarios", "gc-pause,gc-pause"}, "names gc-pause twice"},
+		{[]string{"--scenarios", "no-such"}, `unknown scenario "no-such"`},
+		{[]string{"--systems", "reference", "--scenarios", "election-leader-crash-pg"}, "no system of reference fits"},
+		{[]string{"--seeds", "0"}, "at least 1"},
+		{[]string{"--parallel", "0"}, "--parallel must be at least 1"},
+		{[]string{"--system", "reference"}, "not defined: -system"},
+		{[]string{"gc-pause"}, "no positional arguments"},
+		{[]string{"--redis", "bogus"}, "bogus"},
+		{[]string{"--out", full}, "already holds files"},
+	} {
+		var stdout, stderr bytes.Buffer
+		args := append([]string{"matrix", "--out", out}, tc.args...)
+		code := Main(context.Background(), args, &stdout, &stderr)
+		require.Equal(t, ExitUsage, code, "%v", tc.args)
+		require.Contains(t, stderr.String(), tc.want, "%v", tc.args)
+		_, err := os.Stat(out)
+		require.True(t, os.IsNotExist(err), "%v wrote %s", tc.args, out)
+	}
 }
