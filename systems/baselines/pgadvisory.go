@@ -5,6 +5,8 @@ import (
 	"errors"
 	"hash/fnv"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -47,8 +49,9 @@ type pgInstance struct {
 	wg     sync.WaitGroup
 	actors []*actor
 
-	mu   sync.Mutex // one statement at a time on the session
-	conn *pgx.Conn
+	mu       sync.Mutex // one statement at a time on the session
+	conn     *pgx.Conn
+	stopping atomic.Bool
 }
 
 // lockKey is the advisory lock of a role, private to the run's table.
@@ -130,6 +133,23 @@ func (p *pgInstance) Start(ctx context.Context) error {
 			}
 		}()
 	}
+	// A crash (ctx cancelled without Stop) leaves the session to the network cut; the connection object
+	// is closed once the loops have exited, so nothing of the instance lingers.
+	go func() {
+		<-ctx.Done()
+		p.wg.Wait()
+		if p.stopping.Load() {
+			return
+		}
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.conn != nil {
+			cctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			_ = p.conn.Close(cctx)
+			cancel()
+			p.conn = nil
+		}
+	}()
 	return nil
 }
 
@@ -166,6 +186,7 @@ func (p *pgInstance) Stop(ctx context.Context) error {
 	if p.stop == nil {
 		return nil
 	}
+	p.stopping.Store(true)
 	p.stop()
 	for _, a := range p.actors {
 		if !a.holds() {

@@ -193,10 +193,12 @@ func (n *specNaiveInstance) scan(ctx context.Context, prefix string, sessions bo
 func owner(members []string, ep string) string {
 	best, bestW := "", uint64(0)
 	for _, m := range members {
+		// FNV-1a over the endpoint, then the member: the other order lets the common suffix wash out
+		// the members' differences, and one member would win every endpoint.
 		h := fnv.New64a()
-		_, _ = h.Write([]byte(m))
-		_, _ = h.Write([]byte{0})
 		_, _ = h.Write([]byte(ep))
+		_, _ = h.Write([]byte{0})
+		_, _ = h.Write([]byte(m))
 		w := h.Sum64()
 		if best == "" || w > bestW || (w == bestW && m < best) {
 			best, bestW = m, w
