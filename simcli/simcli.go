@@ -8,7 +8,8 @@
 //	}
 //
 // Exit codes: 0 every invariant held, 1 an invariant was violated (or could not be decided), 2 usage or
-// setup error, 130 interrupted.
+// setup error, 130 interrupted. 'simrun matrix' compares systems, so for it 0 means the matrix completed
+// and 1 that a reference system (reference, election-redis, election-postgres) failed a cell.
 package simcli
 
 import (
@@ -46,7 +47,7 @@ Usage:
 
 Run 'simrun run -h', 'simrun bench -h' or 'simrun matrix -h' for the flags.
 Exit status: 0 all invariants held, 1 an invariant was violated or undecided, 2 usage or setup error,
-130 interrupted.
+130 interrupted (matrix: 0 completed, 1 a reference system failed a cell).
 `
 
 // Main runs the command line and returns the exit code. SIGINT and SIGTERM stop a run cleanly: faults are
