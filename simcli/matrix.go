@@ -2,7 +2,6 @@ package simcli
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -203,7 +202,8 @@ func runMatrix(ctx context.Context, f matrixFlags, stdout, stderr io.Writer) (in
 		return ExitUsage, fmt.Errorf("%d of %d runs could not be set up (the others ran; see the table): %s", len(errored), len(jobs), strings.Join(errored, "; "))
 	}
 	if code == ExitViolated {
-		return code, errors.New("a reference system failed a cell: see the table")
+		// Not an error of the command: Main would turn it into a usage error.
+		fmt.Fprintln(stderr, "simrun: a reference system failed a cell: see the table")
 	}
 	return code, nil
 }
