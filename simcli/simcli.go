@@ -8,7 +8,8 @@
 //	}
 //
 // Exit codes: 0 every invariant held, 1 an invariant was violated (or could not be decided), 2 usage or
-// setup error, 130 interrupted.
+// setup error, 130 interrupted. 'simrun matrix' compares systems, so for it 0 means the matrix completed
+// and 1 that a reference system (reference, election-redis, election-postgres) failed a cell.
 package simcli
 
 import (
@@ -42,10 +43,11 @@ Usage:
   simrun run --suite NAME [flags]       run a suite (ci, quick, full, soak)
   simrun report DIR                     re-check a saved run (DIR/history.jsonl) and render its reports again
   simrun bench SCENARIO... [flags]      failover, handoff, command-rate and memory figures over several seeds
+  simrun matrix [flags]                 every system × every scenario of its kind on fixed seeds: a table of verdicts
 
-Run 'simrun run -h' or 'simrun bench -h' for the flags.
+Run 'simrun run -h', 'simrun bench -h' or 'simrun matrix -h' for the flags.
 Exit status: 0 all invariants held, 1 an invariant was violated or undecided, 2 usage or setup error,
-130 interrupted.
+130 interrupted (matrix: 0 completed, 1 a reference system failed a cell).
 `
 
 // Main runs the command line and returns the exit code. SIGINT and SIGTERM stop a run cleanly: faults are
@@ -74,11 +76,13 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		code, err = reportCmd(args[1:], stdout)
 	case "bench":
 		code, err = benchCmd(ctx, args[1:], stdout, stderr)
+	case "matrix":
+		code, err = matrixCmd(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return ExitOK
 	default:
-		err = fmt.Errorf("%w: unknown command %q: want list, run, report or bench", errUsage, args[0])
+		err = fmt.Errorf("%w: unknown command %q: want list, run, report, bench or matrix", errUsage, args[0])
 	}
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {

@@ -8,6 +8,9 @@ import (
 	"os"
 
 	"github.com/tenurelabs/tenure/simcli"
+	// The baselines and peer libraries register themselves for comparison runs (simrun matrix, --system).
+	_ "github.com/tenurelabs/tenure/systems/baselines"
+	_ "github.com/tenurelabs/tenure/systems/peers"
 )
 
 func main() {

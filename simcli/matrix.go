@@ -1,0 +1,530 @@
+package simcli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tenurelabs/tenure/checker"
+	"github.com/tenurelabs/tenure/reports"
+	"github.com/tenurelabs/tenure/scenarios"
+	"github.com/tenurelabs/tenure/sim"
+)
+
+const matrixUsage = `simrun matrix [flags]: every system × every scenario of its kind, on fixed seeds.
+
+Lease systems run the lease scenarios; election systems run the election scenarios of their backend
+(Redis or PostgreSQL). Rows are systems, columns scenarios; a cell is "pass" or the invariants violated
+(two-holders, double-poll, stale-refused, outside-lease, non-linearizable, failover>bound, imbalance,
+token-regress, stuck; a trailing "?" marks an undecided one). With --seeds N each cell is run on seeds
+--seed .. --seed+N-1 and shows how many of them failed (k/N). Every failing run keeps its reports under
+--out and is listed with its replay command.
+
+Exit status: 0 the matrix completed (violations of the baselines are its expected output), 1 a reference
+system (reference, election-redis, election-postgres) failed a cell, 2 usage or setup error.
+
+Flags:
+`
+
+// cellWords maps the checker's invariant names to the matrix's cell words.
+var cellWords = map[string]string{
+	checker.InvSingleHolder: "two-holders",
+	checker.InvSinglePoller: "double-poll",
+	checker.InvStalePoll:    "stale-refused",
+	checker.InvValidity:     "outside-lease",
+	checker.InvLinearizable: "non-linearizable",
+	checker.InvFailover:     "failover>bound",
+	checker.InvBalance:      "imbalance",
+	checker.InvFencing:      "token-regress",
+	checker.InvLiveness:     "stuck",
+	checker.InvAssumptions:  "assumptions",
+}
+
+// referenceSystems are Tenure's own systems: a failing cell of theirs is a failure of the matrix.
+var referenceSystems = map[string]bool{"reference": true, "election-redis": true, "election-postgres": true}
+
+type matrixFlags struct {
+	run       runFlags
+	systems   string
+	scenarios string
+	seeds     int
+	markdown  bool
+	// cells, when set (by tests), keeps only these system/scenario pairs.
+	cells map[[2]string]bool
+}
+
+// matrixCell is one system × scenario over every seed.
+type matrixCell struct {
+	system, scenario string
+	runs             []matrixRun
+}
+
+type matrixRun struct {
+	seed    int64
+	dir     string // relative to the matrix's output directory
+	replay  string
+	passed  bool
+	errored bool
+	words   []string
+}
+
+func matrixCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
+	var f matrixFlags
+	fs := flag.NewFlagSet("simrun matrix", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), matrixUsage)
+		fs.PrintDefaults()
+	}
+	f.run.registerMatrix(fs)
+	fs.StringVar(&f.systems, "systems", "", "comma-separated systems (default: every listed system)")
+	fs.StringVar(&f.scenarios, "scenarios", "", "comma-separated scenarios (default: every scenario)")
+	fs.Func("seeds", "run each cell on this many seeds, from --seed on (default 1)", positiveInt(&f.seeds))
+	fs.BoolVar(&f.markdown, "markdown", false, "print the table as Markdown")
+	fs.StringVar(&f.run.out, "out", "", "output directory (default ./simrun-out/<time>-matrix-<seed>); must not exist or be empty")
+	fs.IntVar(&f.run.parallel, "parallel", 2, "cells run at once, each with its own Redis and proxies")
+	if err := fs.Parse(args); err != nil {
+		return ExitUsage, err
+	}
+	if fs.NArg() > 0 {
+		return ExitUsage, fmt.Errorf("%w: matrix takes no positional arguments (got %q): pick with --systems and --scenarios", errUsage, fs.Args())
+	}
+	return runMatrix(ctx, f, stdout, stderr)
+}
+
+// registerMatrix registers the flags of one run that the matrix shares with 'simrun run'.
+func (f *runFlags) registerMatrix(fs *flag.FlagSet) {
+	var common flag.FlagSet
+	f.registerCommon(&common)
+	common.VisitAll(func(fl *flag.Flag) {
+		switch fl.Name {
+		case "system":
+			return // the matrix takes --systems
+		case "seed":
+			fs.Var(fl.Value, fl.Name, "first seed of every cell (default 1: the matrix compares systems on fixed seeds)")
+		case "time-scale":
+			fs.Var(fl.Value, fl.Name, "multiply every spec duration (default 0.1: ten times faster)")
+		default:
+			fs.Var(fl.Value, fl.Name, fl.Usage)
+		}
+	})
+}
+
+// runMatrix plans every cell, runs them, prints the table and writes it with an index under the output
+// directory.
+func runMatrix(ctx context.Context, f matrixFlags, stdout, stderr io.Writer) (int, error) {
+	cells, jobs, base, err := planMatrix(&f)
+	if err != nil {
+		return ExitUsage, err
+	}
+	fmt.Fprintf(stdout, "matrix: %d systems × %d scenarios, %d cells, %d runs (seeds %d..%d, time scale %g), two at a time unless --parallel\n",
+		countRows(cells), countCols(cells), len(cells), len(jobs), f.run.seed, f.run.seed+int64(f.seeds)-1, f.run.timeScale)
+
+	results := make([]result, len(jobs))
+	out := &syncWriter{w: stdout}
+	var mu sync.Mutex
+	next := 0
+	var wg sync.WaitGroup
+	for w := 0; w < f.run.parallel; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				if next == len(jobs) || ctx.Err() != nil {
+					mu.Unlock()
+					return
+				}
+				i := next
+				next++
+				mu.Unlock()
+				row, entry, err := runOne(ctx, jobs[i], true, io.Discard, stderr)
+				if err != nil && ctx.Err() == nil {
+					fmt.Fprintf(out, "  ERROR %s / %s seed %d: %v\n", jobs[i].opts.System.Name(), jobs[i].opts.Scenario.Name, jobs[i].opts.Seed, err)
+				} else if err == nil {
+					fmt.Fprintf(out, "  %s %s / %s seed %d\n", verdictWord(row.passed), jobs[i].opts.System.Name(), jobs[i].opts.Scenario.Name, jobs[i].opts.Seed)
+				}
+				results[i] = result{idx: i, row: row, entry: entry, err: err, job: jobs[i]}
+			}
+		}()
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return ExitInterrupted, fmt.Errorf("interrupted: partial histories saved under %s", base)
+	}
+
+	code := ExitOK
+	var entries []reports.SuiteEntry
+	var errored []string
+	for i, r := range results {
+		c := &cells[i/f.seeds]
+		rel, _ := filepath.Rel(base, r.job.dir)
+		mr := matrixRun{seed: r.job.opts.Seed, dir: rel, replay: r.job.opts.Command}
+		switch {
+		case r.err != nil:
+			mr.errored = true
+			errored = append(errored, r.err.Error())
+		default:
+			mr.passed = r.row.passed
+			mr.words = violatedWords(r.row.outcomes)
+			r.entry.Dir = rel
+			entries = append(entries, r.entry)
+			if !mr.passed && referenceSystems[c.system] {
+				code = ExitViolated
+			}
+		}
+		c.runs = append(c.runs, mr)
+	}
+	if len(entries) == 0 {
+		// Nothing ran: leave nothing behind.
+		_ = os.RemoveAll(base)
+		return ExitUsage, fmt.Errorf("no run of the matrix could be set up: %s", strings.Join(errored, "; "))
+	}
+	table := renderMatrix(cells, f.seeds, f.markdown)
+	fmt.Fprint(stdout, "\n"+table)
+	fmt.Fprint(stdout, failingRuns(cells, base, f.markdown))
+	if err := os.WriteFile(filepath.Join(base, "matrix.md"), []byte(renderMatrix(cells, f.seeds, true)+failingRuns(cells, ".", true)), 0o644); err != nil {
+		return ExitUsage, fmt.Errorf("write matrix: %w", err)
+	}
+	if err := reports.WriteSuite(base, "matrix", entries); err != nil {
+		return ExitUsage, fmt.Errorf("write matrix index: %w", err)
+	}
+	fmt.Fprintf(stdout, "matrix: %s\n", filepath.Join(base, "matrix.md"))
+	if len(errored) > 0 {
+		return ExitUsage, fmt.Errorf("%d of %d runs could not be set up (the others ran; see the table): %s", len(errored), len(jobs), strings.Join(errored, "; "))
+	}
+	if code == ExitViolated {
+		// Not an error of the command: Main would turn it into a usage error.
+		fmt.Fprintln(stderr, "simrun: a reference system failed a cell: see the table")
+	}
+	return code, nil
+}
+
+// planMatrix validates the flags and every run before anything starts or is written.
+func planMatrix(f *matrixFlags) ([]matrixCell, []job, string, error) {
+	if f.seeds == 0 {
+		f.seeds = 1
+	}
+	if f.run.parallel < 1 {
+		return nil, nil, "", fmt.Errorf("%w: --parallel must be at least 1 (got %d)", errUsage, f.run.parallel)
+	}
+	if err := sim.CheckBackendSpec(f.run.redis); err != nil {
+		return nil, nil, "", fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if !f.run.timeScaleSet {
+		f.run.timeScale = 0.1
+	}
+	if !f.run.seedSet {
+		f.run.seed = 1 // fixed seeds: the matrix is a comparison, not an exploration
+	}
+	systemNames := sim.Systems()
+	if f.systems != "" {
+		var err error
+		if systemNames, err = splitList("--systems", f.systems, func(n string) error { _, err := sim.Lookup(n); return err }); err != nil {
+			return nil, nil, "", err
+		}
+	}
+	scenarioNames := scenarios.Names()
+	if f.scenarios != "" {
+		var err error
+		if scenarioNames, err = splitList("--scenarios", f.scenarios, func(n string) error { _, err := scenarios.Get(n); return err }); err != nil {
+			return nil, nil, "", err
+		}
+	}
+	base := f.run.out
+	if base == "" {
+		base = filepath.Join("simrun-out", fmt.Sprintf("%s-matrix-%d", time.Now().Format("20060102-150405"), f.run.seed))
+	}
+	if entries, err := os.ReadDir(base); err == nil && len(entries) > 0 {
+		return nil, nil, "", fmt.Errorf("%w: --out %s already holds files: give a new or empty directory", errUsage, base)
+	}
+	var cells []matrixCell
+	var jobs []job
+	for _, sysName := range systemNames {
+		system, err := sim.Lookup(sysName)
+		if err != nil {
+			return nil, nil, "", fmt.Errorf("%w: %v", errUsage, err)
+		}
+		for _, scName := range scenarioNames {
+			sc, _ := scenarios.Get(scName)
+			if !fits(system, sc) || (f.cells != nil && !f.cells[[2]string{sysName, scName}]) {
+				continue
+			}
+			cells = append(cells, matrixCell{system: sysName, scenario: scName})
+			for k := 0; k < f.seeds; k++ {
+				o := sim.Options{System: system, Scenario: sc, Suite: "matrix", Seed: f.run.seed + int64(k), TimeScale: f.run.timeScale,
+					Backend: f.run.redis, Toxiproxy: f.run.toxiproxy, Postgres: f.run.postgres, Instances: f.run.instances, Endpoints: f.run.endpoints}
+				if _, _, err := sim.Plan(o); err != nil {
+					return nil, nil, "", fmt.Errorf("%w: %s on %s: %v", errUsage, sysName, scName, err)
+				}
+				o.Command = replay(o, f.run)
+				jobs = append(jobs, job{opts: o, dir: filepath.Join(base, sysName, fmt.Sprintf("%s-%d", scName, o.Seed))})
+			}
+		}
+	}
+	if len(cells) == 0 {
+		return nil, nil, "", fmt.Errorf("%w: no system of %s fits a scenario of %s: lease systems run lease scenarios, election systems the election scenarios of their backend",
+			errUsage, strings.Join(systemNames, ", "), strings.Join(scenarioNames, ", "))
+	}
+	return cells, jobs, base, nil
+}
+
+// splitList parses a comma-separated list, checking each name and refusing duplicates.
+func splitList(flagName, s string, check func(string) error) ([]string, error) {
+	var out []string
+	seen := map[string]bool{}
+	for _, n := range strings.Split(s, ",") {
+		n = strings.TrimSpace(n)
+		if n == "" {
+			return nil, fmt.Errorf("%w: %s %q has an empty name: separate names with single commas", errUsage, flagName, s)
+		}
+		if err := check(n); err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", errUsage, flagName, err)
+		}
+		if seen[n] {
+			return nil, fmt.Errorf("%w: %s names %s twice", errUsage, flagName, n)
+		}
+		seen[n] = true
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// fits reports whether a scenario is of the system's kind: lease scenarios for lease systems, election
+// scenarios of the same backend for election systems.
+func fits(system sim.System, sc sim.Scenario) bool {
+	scKind, scPG := "lease", false
+	if sc.System != "" {
+		written, err := sim.Lookup(sc.System)
+		if err != nil {
+			return false
+		}
+		scKind, scPG = kindOf(written), usesPostgres(written)
+	}
+	return kindOf(system) == scKind && usesPostgres(system) == scPG
+}
+
+func usesPostgres(s sim.System) bool {
+	p, ok := s.(sim.PostgresUser)
+	return ok && p.UsesPostgres()
+}
+
+// violatedWords lists the cell words of the invariants violated or undecided, in the summary's order.
+func violatedWords(outcomes map[string]checker.Outcome) []string {
+	var words []string
+	order := append([]string{checker.InvAssumptions}, invariantOrder...)
+	for _, inv := range order {
+		word := cellWords[inv]
+		switch outcomes[inv] {
+		case checker.Violated:
+			words = append(words, word)
+		case checker.Unknown:
+			words = append(words, word+"?")
+		}
+	}
+	return words
+}
+
+// text is what a cell shows.
+func (c matrixCell) text(seeds int) string {
+	failed, errored := 0, 0
+	seen := map[string]bool{}
+	var words []string
+	for _, r := range c.runs {
+		switch {
+		case r.errored:
+			errored++
+		case !r.passed:
+			failed++
+			for _, w := range r.words {
+				if !seen[w] {
+					seen[w] = true
+					words = append(words, w)
+				}
+			}
+		}
+	}
+	if failed > 0 && len(words) == 0 {
+		words = []string{"fail"}
+	}
+	var s string
+	switch {
+	case failed == 0 && errored == 0:
+		s = "pass"
+	case failed == 0:
+		s = "error"
+	default:
+		s = strings.Join(words, " ")
+	}
+	if seeds > 1 && (failed > 0 || errored > 0) {
+		s = fmt.Sprintf("%d/%d %s", failed, seeds, s)
+		if errored > 0 && failed > 0 {
+			s += fmt.Sprintf(" (%d error)", errored)
+		}
+	}
+	return s
+}
+
+func countRows(cells []matrixCell) int { return len(rowsOf(cells)) }
+func countCols(cells []matrixCell) int { return len(colsOf(cells)) }
+
+func rowsOf(cells []matrixCell) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, c := range cells {
+		if !seen[c.system] {
+			seen[c.system] = true
+			out = append(out, c.system)
+		}
+	}
+	return out
+}
+
+func colsOf(cells []matrixCell) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, c := range cells {
+		if !seen[c.scenario] {
+			seen[c.scenario] = true
+			out = append(out, c.scenario)
+		}
+	}
+	// Lease scenarios, then Redis election ones, then PostgreSQL ones, each in the scenarios' own order.
+	idx := map[string]int{}
+	for i, n := range scenarios.Names() {
+		idx[n] = i
+	}
+	sort.SliceStable(out, func(a, b int) bool {
+		ga, gb := groupOf(out[a]), groupOf(out[b])
+		if ga != gb {
+			return ga < gb
+		}
+		return idx[out[a]] < idx[out[b]]
+	})
+	return out
+}
+
+// Column groups: one table each in Markdown, since no system has cells in two of them.
+var groupTitles = []string{"Lease systems", "Election on Redis", "Election on PostgreSQL"}
+
+func groupOf(scenario string) int {
+	sc, err := scenarios.Get(scenario)
+	if err != nil || sc.System == "" {
+		return 0
+	}
+	written, err := sim.Lookup(sc.System)
+	switch {
+	case err != nil || kindOf(written) != "election":
+		return 0
+	case usesPostgres(written):
+		return 2
+	}
+	return 1
+}
+
+// renderMatrix draws the table: rows systems, columns scenarios. In Markdown there is one table per
+// kind of scenario (lease, Redis election, PostgreSQL election), holding the systems of that kind, and
+// each failing cell links to its first failing run's report. In plain text there is one block per
+// system, one line per scenario, so that a wide matrix stays readable.
+func renderMatrix(cells []matrixCell, seeds int, markdown bool) string {
+	at := map[[2]string]matrixCell{}
+	for _, c := range cells {
+		at[[2]string{c.system, c.scenario}] = c
+	}
+	text := func(c matrixCell) string {
+		s := c.text(seeds)
+		if d := c.firstFailing(); markdown && d != "" {
+			s = fmt.Sprintf("[%s](%s)", s, filepath.ToSlash(filepath.Join(d, "report.html")))
+		}
+		return s
+	}
+	var b strings.Builder
+	if !markdown {
+		cols := colsOf(cells)
+		width := 0
+		for _, col := range cols {
+			width = max(width, len(col))
+		}
+		for _, r := range rowsOf(cells) {
+			b.WriteString(r + "\n")
+			for _, col := range cols {
+				if c, ok := at[[2]string{r, col}]; ok {
+					fmt.Fprintf(&b, "  %-*s  %s\n", width, col, text(c))
+				}
+			}
+		}
+		return b.String()
+	}
+	for g, title := range groupTitles {
+		var group []matrixCell
+		for _, c := range cells {
+			if groupOf(c.scenario) == g {
+				group = append(group, c)
+			}
+		}
+		if len(group) == 0 {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString("\n")
+		}
+		cols := colsOf(group)
+		fmt.Fprintf(&b, "%s:\n\n| system | %s |\n|---%s|\n", title, strings.Join(cols, " | "), strings.Repeat("|---", len(cols)))
+		for _, r := range rowsOf(group) {
+			row := make([]string, len(cols))
+			for j, col := range cols {
+				if c, ok := at[[2]string{r, col}]; ok {
+					row[j] = text(c)
+				}
+			}
+			fmt.Fprintf(&b, "| %s | %s |\n", r, strings.Join(row, " | "))
+		}
+	}
+	return b.String()
+}
+
+// firstFailing is the directory of the cell's first failing or errored run, "" when all passed.
+func (c matrixCell) firstFailing() string {
+	for _, r := range c.runs {
+		if !r.passed && !r.errored {
+			return r.dir
+		}
+	}
+	return ""
+}
+
+// failingRuns lists every failing run with its report directory and replay command.
+func failingRuns(cells []matrixCell, base string, markdown bool) string {
+	var b strings.Builder
+	for _, c := range cells {
+		for _, r := range c.runs {
+			if r.passed {
+				continue
+			}
+			what := strings.Join(r.words, " ")
+			if r.errored {
+				what = "could not be set up"
+			}
+			dir := filepath.Join(base, r.dir)
+			if markdown {
+				fmt.Fprintf(&b, "- %s / %s seed %s: %s, [report](%s), replay `%s`\n", c.system, c.scenario, strconv.FormatInt(r.seed, 10), what,
+					filepath.ToSlash(filepath.Join(dir, "report.html")), r.replay)
+			} else {
+				fmt.Fprintf(&b, "%s / %s seed %d: %s\n  report: %s\n  replay: %s\n", c.system, c.scenario, r.seed, what,
+					filepath.Join(dir, "report.html"), r.replay)
+			}
+		}
+	}
+	if b.Len() == 0 {
+		return ""
+	}
+	return "\nfailing runs:\n" + b.String()
+}

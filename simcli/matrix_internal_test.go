@@ -1,0 +1,196 @@
+package simcli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tenurelabs/tenure/internal/pgtest"
+	"github.com/tenurelabs/tenure/internal/redistest"
+	_ "github.com/tenurelabs/tenure/systems/baselines"
+	_ "github.com/tenurelabs/tenure/systems/peers"
+)
+
+// The matrix's shape on a small fixed subset: each reference system passes, and each baseline and peer
+// library fails the cell its design is known to be weak in, by one of the invariants that weakness breaks.
+func TestMatrixShape(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs eleven scenarios")
+	}
+	redistest.Start(t) // skips (or fails under TENURE_REQUIRE_REDIS) without redis-server
+	pgtest.Connect(t)  // likewise for PostgreSQL
+	expect := []struct {
+		system, scenario string
+		// failsWith lists the cell words of which at least one must appear; nil means the cell passes.
+		failsWith []string
+	}{
+		{"reference", "gc-pause", nil},
+		{"spec-naive", "gc-pause", []string{"double-poll"}},
+		{"election-redis", "election-renewal-gap-redis", nil},
+		{"getexpire", "election-renewal-gap-redis", []string{"two-holders", "double-poll", "outside-lease"}},
+		{"election-redis", "election-leader-partition-redis", nil},
+		{"heartbeat-takeover", "election-leader-partition-redis", []string{"two-holders", "double-poll"}},
+		{"election-postgres", "election-conn-reset-pg", nil},
+		{"pg-advisory", "election-conn-reset-pg", []string{"two-holders", "double-poll"}},
+		// The peer libraries have no guard against a Redis that comes back empty.
+		{"reference", "redis-restart-empty", nil},
+		{"redislock", "redis-restart-empty", []string{"two-holders", "double-poll"}},
+		{"redsync", "redis-restart-empty", []string{"two-holders", "double-poll"}},
+	}
+	f := matrixFlags{cells: map[[2]string]bool{}, seeds: 1}
+	var systems, scens []string
+	for _, e := range expect {
+		f.cells[[2]string{e.system, e.scenario}] = true
+		systems = appendNew(systems, e.system)
+		scens = appendNew(scens, e.scenario)
+	}
+	f.systems, f.scenarios = strings.Join(systems, ","), strings.Join(scens, ",")
+	f.run.redis, f.run.out, f.run.parallel = "server", filepath.Join(t.TempDir(), "matrix"), 4
+	f.run.seed, f.run.seedSet = 1, true
+
+	var out, errb bytes.Buffer
+	start := time.Now()
+	code, err := runMatrix(context.Background(), f, &out, &errb)
+	t.Logf("matrix took %s:\n%s%s", time.Since(start).Round(time.Second), out.String(), errb.String())
+	require.NoError(t, err)
+	require.Equal(t, ExitOK, code)
+
+	md, err := os.ReadFile(filepath.Join(f.run.out, "matrix.md"))
+	require.NoError(t, err)
+	table := string(md)
+	rows := 0
+	for _, l := range strings.Split(table, "\n") {
+		if strings.HasPrefix(l, "| ") && !strings.HasPrefix(l, "| system |") {
+			rows++
+		}
+	}
+	require.Equal(t, len(systems), rows, "one row per system:\n%s", table)
+	for _, e := range expect {
+		cell := cellOf(t, table, e.system, e.scenario)
+		if e.failsWith == nil {
+			require.Equal(t, "pass", cell, "%s on %s", e.system, e.scenario)
+			continue
+		}
+		require.NotEqual(t, "pass", cell, "%s must fail %s", e.system, e.scenario)
+		found := false
+		for _, w := range e.failsWith {
+			found = found || strings.Contains(cell, w)
+		}
+		require.True(t, found, "%s on %s: cell %q names none of %v", e.system, e.scenario, cell, e.failsWith)
+		// Every violation is linked to its saved report and listed with a replay command.
+		require.Contains(t, cell, "report.html")
+		require.Contains(t, table, "replay `simrun run "+e.scenario+" --seed 1")
+	}
+}
+
+func appendNew(xs []string, x string) []string {
+	for _, y := range xs {
+		if y == x {
+			return xs
+		}
+	}
+	return append(xs, x)
+}
+
+// cellOf reads one cell of the Markdown tables.
+func cellOf(t *testing.T, table, system, scenario string) string {
+	t.Helper()
+	fields := func(line string) []string {
+		parts := strings.Split(line, "|")
+		if len(parts) < 3 {
+			return nil
+		}
+		parts = parts[1 : len(parts)-1]
+		for i := range parts {
+			parts[i] = strings.TrimSpace(parts[i])
+		}
+		return parts
+	}
+	var header []string
+	for _, l := range strings.Split(table, "\n") {
+		f := fields(l)
+		switch {
+		case len(f) == 0:
+		case f[0] == "system":
+			header = f
+		case f[0] == system && len(f) == len(header):
+			for i, h := range header {
+				if h == scenario {
+					return f[i]
+				}
+			}
+		}
+	}
+	t.Fatalf("no cell for %s on %s in\n%s", system, scenario, table)
+	return ""
+}
+
+func TestMatrixCellsAndTables(t *testing.T) {
+	cells := []matrixCell{
+		{system: "reference", scenario: "gc-pause", runs: []matrixRun{{seed: 1, passed: true}, {seed: 2, passed: true}}},
+		{system: "spec-naive", scenario: "gc-pause", runs: []matrixRun{
+			{seed: 1, dir: "spec-naive/gc-pause-1", words: []string{"two-holders", "double-poll"}},
+			{seed: 2, passed: true}}},
+		{system: "getexpire", scenario: "election-renewal-gap-redis", runs: []matrixRun{
+			{seed: 1, dir: "getexpire/election-renewal-gap-redis-1", words: []string{"outside-lease"}},
+			{seed: 2, dir: "getexpire/election-renewal-gap-redis-2", words: []string{"two-holders", "outside-lease"}}}},
+		{system: "pg-advisory", scenario: "election-conn-reset-pg", runs: []matrixRun{{seed: 1, errored: true}, {seed: 2, passed: true}}},
+	}
+	require.Equal(t, "pass", cells[0].text(2))
+	require.Equal(t, "1/2 two-holders double-poll", cells[1].text(2))
+	require.Equal(t, "2/2 outside-lease two-holders", cells[2].text(2))
+	require.Equal(t, "0/2 error", cells[3].text(2))
+
+	md := renderMatrix(cells, 2, true)
+	require.Contains(t, md, "Lease systems:\n\n| system | gc-pause |\n|---|---|\n| reference | pass |\n| spec-naive | [1/2 two-holders double-poll](spec-naive/gc-pause-1/report.html) |\n")
+	require.Contains(t, md, "Election on Redis:\n\n| system | election-renewal-gap-redis |\n|---|---|\n| getexpire | [2/2 outside-lease two-holders](getexpire/election-renewal-gap-redis-1/report.html) |\n")
+	require.Contains(t, md, "Election on PostgreSQL:\n\n| system | election-conn-reset-pg |\n|---|---|\n| pg-advisory | 0/2 error |\n")
+	require.Equal(t, "pass", cellOf(t, md, "reference", "gc-pause"))
+
+	txt := renderMatrix(cells, 2, false)
+	require.Contains(t, txt, "spec-naive\n  gc-pause                    1/2 two-holders double-poll\n")
+
+	runs := failingRuns(cells, "out", false)
+	require.Contains(t, runs, "spec-naive / gc-pause seed 1: two-holders double-poll\n  report: out/spec-naive/gc-pause-1/report.html\n")
+	require.Contains(t, runs, "pg-advisory / election-conn-reset-pg seed 1: could not be set up\n")
+	require.NotContains(t, runs, "seed 2: \n")
+}
+
+// Bad flags are usage errors that name what is wrong and write nothing.
+func TestMatrixBadFlags(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "m")
+	full := filepath.Join(dir, "full")
+	require.NoError(t, os.MkdirAll(full, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(full, "x"), nil, 0o644))
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--systems", "nope"}, `unknown system "nope"`},
+		{[]string{"--scenarios", "gc-pause,,crash-failover"}, "empty name"},
+		{[]string{"--scenarios", "gc-pause,gc-pause"}, "names gc-pause twice"},
+		{[]string{"--scenarios", "no-such"}, `unknown scenario "no-such"`},
+		{[]string{"--systems", "reference", "--scenarios", "election-leader-crash-pg"}, "no system of reference fits"},
+		{[]string{"--seeds", "0"}, "at least 1"},
+		{[]string{"--parallel", "0"}, "--parallel must be at least 1"},
+		{[]string{"--system", "reference"}, "not defined: -system"},
+		{[]string{"gc-pause"}, "no positional arguments"},
+		{[]string{"--redis", "bogus"}, "bogus"},
+		{[]string{"--out", full}, "already holds files"},
+	} {
+		var stdout, stderr bytes.Buffer
+		args := append([]string{"matrix", "--out", out}, tc.args...)
+		code := Main(context.Background(), args, &stdout, &stderr)
+		require.Equal(t, ExitUsage, code, "%v", tc.args)
+		require.Contains(t, stderr.String(), tc.want, "%v", tc.args)
+		_, err := os.Stat(out)
+		require.True(t, os.IsNotExist(err), "%v wrote %s", tc.args, out)
+	}
+}
