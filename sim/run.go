@@ -300,7 +300,7 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 
 	start := time.Now()
 	rec := history.NewRecorderFrom(start)
-	logger := slog.New(slog.NewJSONHandler(discardIfNil(o.Log), &slog.HandlerOptions{Level: slog.LevelInfo}))
+	logger := slog.New(newOnceKeys(slog.NewJSONHandler(discardIfNil(o.Log), &slog.HandlerOptions{Level: slog.LevelInfo})))
 	r := &runner{
 		o: o, sc: sc, timing: timing, rec: rec, rng: rng, backend: backend, proxies: proxies,
 		keyPrefix: ns + "poll:", sessions: newSessionStore(admin, ns+"session:", rec),
