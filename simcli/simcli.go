@@ -56,7 +56,9 @@ Exit status: 0 all invariants held, 1 an invariant was violated or undecided, 2 
 `
 
 // Main runs the command line and returns the exit code. SIGINT and SIGTERM stop a run cleanly: faults are
-// ended, every child process killed, the partial history saved.
+// ended, every child process killed, the partial history saved. Main is meant to be the process's main:
+// it silences go-redis's process-wide logger (redis.SetLogger), whose pool lines would repeat what the
+// run reports once.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// go-redis logs pool and connection trouble to the process's standard error; a run's failures are
 	// reported by the run, once.
