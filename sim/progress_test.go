@@ -36,7 +36,7 @@ func TestProgressRunsToTheEnd(t *testing.T) {
 			last := calls[len(calls)-1]
 			require.Equal(t, 3*time.Second, last.Total)
 			require.GreaterOrEqual(t, last.Elapsed, last.Total, "the last progress call is at the end of the run")
-			require.InDelta(t, float64(res.History.Meta.Duration), float64(last.Elapsed), float64(100*time.Millisecond))
+			require.LessOrEqual(t, last.Elapsed, res.History.Meta.Duration, "the last call comes as the run ends")
 			// Calls in the second half of the run, long after the last fault ended: the line did not freeze.
 			late := 0
 			for _, p := range calls {

@@ -29,6 +29,7 @@ func TestTyposGetOneLineWithASuggestion(t *testing.T) {
 		"suite":         {[]string{"run", "--suite", "quik"}, `unknown suite "quik": did you mean quick?`},
 		"flag":          {[]string{"run", "crash-failover", "--sed", "7"}, "unknown flag --sed for run: did you mean --seed?"},
 		"flag value":    {[]string{"run", "crash-failover", "--instances", "x"}, `--instances "x": want a whole number of at least 1`},
+		"switch value":  {[]string{"run", "crash-failover", "--quiet=maybe"}, "--quiet=maybe: a switch is given alone (--quiet)"},
 		"missing value": {[]string{"run", "crash-failover", "--seed"}, "--seed needs a value"},
 		"command":       {[]string{"rn"}, "did you mean run?"},
 	} {

@@ -88,7 +88,11 @@ func flagError(cmd string, fs *flag.FlagSet, err error) error {
 		}
 	}
 	if rest, ok := strings.CutPrefix(msg, "invalid boolean value "); ok {
-		return fmt.Errorf("%w: invalid boolean value %s (a switch takes no value, or --name=true|false)", errUsage, rest)
+		// invalid boolean value "x" for -name: parse error
+		if v, after, ok := strings.Cut(rest, " for -"); ok {
+			name, _, _ := strings.Cut(after, ":")
+			return fmt.Errorf("%w: --%s=%s: a switch is given alone (--%s) or as --%s=true or --%s=false", errUsage, name, strings.Trim(v, `"`), name, name, name)
+		}
 	}
 	return fmt.Errorf("%w: %v (simrun %s --help lists the flags)", errUsage, err, cmd)
 }
