@@ -50,7 +50,7 @@ type Options struct {
 	Command string
 	// Log receives the instances' structured logs (JSON lines); nil discards them.
 	Log io.Writer
-	// Progress, when set, is called about twice a second while the run goes on.
+	// Progress, when set, is called about twice a second until the run ends, and once as it ends.
 	Progress func(Progress)
 	_        struct{}
 }
