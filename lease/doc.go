@@ -186,7 +186,8 @@
 //
 // Log events (log/slog, attributes instance, endpoint, token, reason): "acquire ok" (info), acquire
 // failures (debug when held by another or refused by the guard, warn on errors), "renew ok"
-// (debug), "start attempt failed" (warn, attributes attempt and retry_in), "renew failed" (warn), "release handoff|target-removed|stopped" (info), "release
+// (debug), "holding grants until <time>: fresh dataset" (info, once per guard, attribute until: the
+// latest time the guard can end), "start attempt failed" (warn, attributes attempt and retry_in), "renew failed" (warn), "release handoff|target-removed|stopped" (info), "release
 // lost|renew-failed|expired" (warn), "redis link unhealthy" (warn, attribute op: the call that
 // went unanswered) and "redis link healthy again" (info). Config.Observe receives the same belief
 // changes as Events, plus an EventRenewed for every confirmed renewal that moves a deadline; acquired

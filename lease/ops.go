@@ -178,6 +178,7 @@ func (m *Manager) acquirePass() {
 		case sc.res < 0:
 			m.metrics.acquireFailed("guard")
 			m.log.Debug("lease: acquire refused: fresh-dataset guard", "instance", m.id, "endpoint", ep, "token", 0)
+			m.noteGuardLocked()
 			m.freeLocked(ep, s.stale)
 		case m.state == stateStopping:
 			// Granted while Stop began: it is ours in Redis, so Stop must release it.

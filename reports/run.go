@@ -36,6 +36,9 @@ type Run struct {
 	// Linearizability, if set, writes the linearizability checker's visualization (a complete HTML page).
 	// Nil means linearizability.html is not written and the report does not link it.
 	Linearizability func(io.Writer) error
+	// KeepHistory leaves history.jsonl as it is in dir (a saved run checked again) instead of writing
+	// History there.
+	KeepHistory bool
 
 	_ struct{}
 }
@@ -50,7 +53,7 @@ func (r Run) expected() []string {
 
 // WriteRun writes every file of a run's report into dir, creating it if needed: report.html,
 // linearizability.html (only when r.Linearizability is set), summary.md, result.json, junit.xml and
-// history.jsonl. It writes every file it can and returns the errors of those it could not, joined. A
+// history.jsonl (unless r.KeepHistory). It writes every file it can and returns the errors of those it could not, joined. A
 // failing Linearizability function leaves a page saying so in linearizability.html.
 func WriteRun(dir string, r Run) error {
 	if dir == "" {
@@ -75,8 +78,10 @@ func WriteRun(dir string, r Run) error {
 			return writeJUnit(w, r.History.Meta.Suite, []junitRun{junitRunOf(r.History.Meta, r.Report, r.expected())})
 		}),
 	)
-	if err := history.WriteFile(filepath.Join(dir, FileHistory), r.History); err != nil {
-		errs = append(errs, fmt.Errorf("reports: %w", err))
+	if !r.KeepHistory {
+		if err := history.WriteFile(filepath.Join(dir, FileHistory), r.History); err != nil {
+			errs = append(errs, fmt.Errorf("reports: %w", err))
+		}
 	}
 	return errors.Join(errs...)
 }

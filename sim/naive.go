@@ -3,6 +3,8 @@ package sim
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"log/slog"
 	"strings"
 	"sync"
 
@@ -37,8 +39,17 @@ type naiveInstance struct {
 
 func (n *naiveInstance) key(ep string) string { return n.cfg.KeyPrefix + "lease:" + ep }
 
+// log is the instance's logger; it logs the same kind of lines as the reference.
+func (n *naiveInstance) log() *slog.Logger {
+	if n.cfg.Logger == nil {
+		return slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return n.cfg.Logger
+}
+
 func (n *naiveInstance) Start(ctx context.Context) error {
 	ctx, n.stop = context.WithCancel(ctx)
+	n.log().Info("naive: started", "instance", n.cfg.ID)
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
@@ -79,12 +90,22 @@ func (n *naiveInstance) tick(ctx context.Context) {
 		n.mu.Unlock()
 		if held {
 			// The bug: renew whatever is there, and treat an error as "still fine".
-			if ok, err := n.cfg.Client.PExpire(ctx, n.key(ep), ttl).Result(); err == nil && !ok {
+			ok, err := n.cfg.Client.PExpire(ctx, n.key(ep), ttl).Result()
+			switch {
+			case err != nil && ctx.Err() == nil:
+				n.log().Warn("naive: renew failed (ignored: still held)", "instance", n.cfg.ID, "endpoint", ep, "err", err)
+			case err == nil && !ok:
+				n.log().Info("naive: lease lost", "instance", n.cfg.ID, "endpoint", ep, "reason", "expired")
 				n.drop(ep, "expired")
 			}
 			continue
 		}
-		if ok, err := n.cfg.Client.SetNX(ctx, n.key(ep), n.cfg.ID, ttl).Result(); err == nil && ok {
+		ok, err := n.cfg.Client.SetNX(ctx, n.key(ep), n.cfg.ID, ttl).Result()
+		switch {
+		case err != nil && ctx.Err() == nil:
+			n.log().Warn("naive: acquire failed", "instance", n.cfg.ID, "endpoint", ep, "err", err)
+		case err == nil && ok:
+			n.log().Info("naive: acquire ok", "instance", n.cfg.ID, "endpoint", ep, "reason", "acquired")
 			n.hold(ctx, ep)
 		}
 	}
@@ -134,6 +155,7 @@ func (n *naiveInstance) Stop(ctx context.Context) error {
 		n.drop(ep, "released")
 		_ = n.cfg.Client.Del(ctx, n.key(ep)).Err()
 	}
+	n.log().Info("naive: stopped", "instance", n.cfg.ID, "released", len(eps))
 	if n.stop != nil {
 		n.stop()
 	}

@@ -50,7 +50,7 @@ type Options struct {
 	Command string
 	// Log receives the instances' structured logs (JSON lines); nil discards them.
 	Log io.Writer
-	// Progress, when set, is called about twice a second while the run goes on.
+	// Progress, when set, is called about twice a second until the run ends, and once as it ends.
 	Progress func(Progress)
 	_        struct{}
 }
@@ -300,7 +300,7 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 
 	start := time.Now()
 	rec := history.NewRecorderFrom(start)
-	logger := slog.New(slog.NewJSONHandler(discardIfNil(o.Log), &slog.HandlerOptions{Level: slog.LevelInfo}))
+	logger := slog.New(newOnceKeys(slog.NewJSONHandler(discardIfNil(o.Log), &slog.HandlerOptions{Level: slog.LevelInfo})))
 	r := &runner{
 		o: o, sc: sc, timing: timing, rec: rec, rng: rng, backend: backend, proxies: proxies,
 		keyPrefix: ns + "poll:", sessions: newSessionStore(admin, ns+"session:", rec),
@@ -397,24 +397,28 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 		defer close(done)
 		_ = runner.Run(runCtx, schedule)
 	}()
+	// Stay until the end of the run even if the schedule finished early (or had no step at all); the
+	// progress line goes on to the end, and its last call is at the end.
 	if o.Progress != nil {
+		progress := func() {
+			mu.Lock()
+			lf := lastFault
+			mu.Unlock()
+			o.Progress(Progress{Elapsed: rec.Now(), Total: total, Live: len(r.Live()), Events: rec.Len(), Last: lf})
+		}
 		t := time.NewTicker(500 * time.Millisecond)
-	loop:
-		for {
+		for runCtx.Err() == nil {
 			select {
-			case <-done:
-				break loop
+			case <-runCtx.Done():
 			case <-t.C:
-				mu.Lock()
-				lf := lastFault
-				mu.Unlock()
-				o.Progress(Progress{Elapsed: rec.Now(), Total: total, Live: len(r.Live()), Events: rec.Len(), Last: lf})
+				progress()
 			}
 		}
 		t.Stop()
+		<-done
+		progress()
 	}
 	<-done
-	// Stay until the end of the run even if the schedule finished early.
 	<-runCtx.Done()
 	end := rec.Now()
 	interrupted := ctx.Err() != nil

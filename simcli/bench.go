@@ -82,7 +82,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		}
 		return ExitUsage, benchFlagError(fs, err)
 	}
-	fs.Visit(func(fl *flag.Flag) { b.systemSet = b.systemSet || fl.Name == "system" })
+	b.visit(fs)
 	if len(names) == 0 {
 		return ExitUsage, fmt.Errorf("%w: name at least one scenario to bench, e.g. simrun bench crash-failover (simrun list shows them)", errUsage)
 	}
@@ -116,7 +116,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	if b.json {
 		log = stderr
 	}
-	fmt.Fprintf(log, "bench: seeds %d..%d, time scale %g, redis %s\n", b.seed, b.seed+int64(b.runs)-1, b.timeScale, b.redis)
+	fmt.Fprintf(log, "bench: seeds %d..%d, time scale %g, redis %s\n", b.seed, b.seed+int64(b.runs)-1, b.timeScale, b.backend)
 
 	var figs []benchFigures
 	code, kept := ExitOK, 0
@@ -314,7 +314,7 @@ func benchRun(ctx context.Context, b *benchFlags, o sim.Options, dir string, fg 
 	if err := os.WriteFile(filepath.Join(dir, "schedule.txt"), []byte(res.Schedule.String()), 0o644); err != nil {
 		return true, err
 	}
-	if err := writeReports(dir, h, rep, passed, opts); err != nil {
+	if err := writeReports(dir, h, rep, passed, opts, false); err != nil {
 		return true, err
 	}
 	if interrupted {

@@ -89,7 +89,7 @@ func TestBenchKeepsAViolatedRun(t *testing.T) {
 	dir := filepath.Join(out, "redis-partition-3")
 	require.Contains(t, stdout, "FAIL")
 	require.Contains(t, stdout, "kept: "+dir)
-	require.Contains(t, stdout, "replay: simrun run redis-partition --seed 3")
+	require.Contains(t, stdout, "replay: "+os.Args[0]+" run redis-partition --seed 3")
 	for _, f := range []string{"report.html", "history.jsonl", "result.json", "schedule.txt", "instances.log"} {
 		require.FileExists(t, filepath.Join(dir, f))
 	}

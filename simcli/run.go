@@ -17,6 +17,7 @@ import (
 
 	"github.com/tenurelabs/tenure/checker"
 	"github.com/tenurelabs/tenure/history"
+	"github.com/tenurelabs/tenure/internal/redisserver"
 	"github.com/tenurelabs/tenure/reports"
 	"github.com/tenurelabs/tenure/scenarios"
 	"github.com/tenurelabs/tenure/sim"
@@ -42,6 +43,16 @@ type runFlags struct {
 	skipped      []string // suite scenarios left out for a system of another kind
 	parallel     int
 	parallelSet  bool
+	set          map[string]bool // the flags given on the command line
+	backend      string          // f.redis with auto resolved: the backend that runs
+}
+
+// visit records which flags were given.
+func (f *runFlags) visit(fs *flag.FlagSet) {
+	f.set = map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
+	f.systemSet = f.set["system"]
+	f.parallelSet = f.set["parallel"]
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
@@ -119,16 +130,19 @@ type job struct {
 func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
 	var f runFlags
 	fs := flag.NewFlagSet("simrun run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(io.Discard) // errors are returned as one line; --help goes to stdout
+	fs.Usage = func() {}
 	f.register(fs)
 	names, err := parseInterleaved(fs, args)
 	if err != nil {
-		return ExitUsage, err
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, runHelp)
+			printFlags(stdout, fs)
+			return ExitOK, err
+		}
+		return ExitUsage, flagError("run", fs, err)
 	}
-	fs.Visit(func(fl *flag.Flag) {
-		f.systemSet = f.systemSet || fl.Name == "system"
-		f.parallelSet = f.parallelSet || fl.Name == "parallel"
-	})
+	f.visit(fs)
 	jobs, base, err := plan(&f, names)
 	if err != nil {
 		return ExitUsage, err
@@ -222,9 +236,10 @@ func runJobs(ctx context.Context, f *runFlags, jobs []job, base string, stdout, 
 					return
 				}
 				row, entry, err := runOne(ctx, j, quiet, out, stderr)
-				if err != nil && ctx.Err() == nil {
+				if err != nil && ctx.Err() == nil && len(jobs) > 1 {
 					// One scenario that cannot be set up (a backend that does not come up in time, say)
-					// is that scenario's error: the others still run, and the exit code says so.
+					// is that scenario's error: the others still run, and the exit code says so. (A single
+					// scenario's error is the run's, said once by Main.)
 					fmt.Fprintf(out, "  ERROR %v\n", err)
 				}
 				mu.Lock()
@@ -244,9 +259,12 @@ func runJobs(ctx context.Context, f *runFlags, jobs []job, base string, stdout, 
 	ran := 0
 	for _, r := range results {
 		if r.err != nil {
-			if errors.Is(r.err, context.Canceled) && ctx.Err() != nil {
+			if ctx.Err() != nil {
 				if r.row.scenario != "" {
 					rows = append(rows, r.row) // interrupted, but its partial reports were written
+				} else {
+					// Interrupted while it was being set up: nothing recorded.
+					rows = append(rows, summaryRow{scenario: r.job.opts.Scenario.Name, interrupted: true, outcomes: map[string]checker.Outcome{}})
 				}
 				continue
 			}
@@ -269,6 +287,10 @@ func runJobs(ctx context.Context, f *runFlags, jobs []job, base string, stdout, 
 		}
 	}
 	if ctx.Err() != nil {
+		// The scenarios that never started are listed as not run.
+		for _, j := range jobs[next:] {
+			rows = append(rows, summaryRow{scenario: j.opts.Scenario.Name, notRun: true, outcomes: map[string]checker.Outcome{}})
+		}
 		printSummary(out, rows)
 		where := jobs[0].dir
 		if base != "" {
@@ -301,13 +323,14 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	return s.w.Write(p)
 }
 
-// plan validates everything before anything starts: names, systems, options, schedules.
+// plan validates everything before anything starts: names, systems, options, schedules, and that every
+// flag given applies to what runs.
 func plan(f *runFlags, names []string) ([]job, string, error) {
 	if f.suite != "" && len(names) > 0 {
 		return nil, "", fmt.Errorf("%w: give scenario names or --suite, not both", errUsage)
 	}
 	if f.suite == "" && len(names) == 0 {
-		return nil, "", fmt.Errorf("%w: name at least one scenario or a --suite; valid scenarios: %s", errUsage, strings.Join(scenarios.Names(), ", "))
+		return nil, "", fmt.Errorf("%w: name at least one scenario or a --suite (simrun list shows them)", errUsage)
 	}
 	if f.parallelSet && f.parallel < 1 {
 		return nil, "", fmt.Errorf("%w: --parallel must be at least 1 (got %d)", errUsage, f.parallel)
@@ -315,9 +338,20 @@ func plan(f *runFlags, names []string) ([]job, string, error) {
 	if err := sim.CheckBackendSpec(f.redis); err != nil {
 		return nil, "", fmt.Errorf("%w: %v", errUsage, err)
 	}
+	if f.set["duration"] && f.suite != "soak" {
+		return nil, "", fmt.Errorf("%w: --duration applies only to --suite soak, which repeats the random nemesis until it is spent; leave it out", errUsage)
+	}
+	for _, n := range names {
+		if err := checkScenarioName(n); err != nil {
+			return nil, "", err
+		}
+	}
 	scale := 0.1
 	label := ""
 	if f.suite != "" {
+		if err := checkSuiteName(f.suite); err != nil {
+			return nil, "", err
+		}
 		su, err := scenarios.GetSuite(f.suite)
 		if err != nil {
 			return nil, "", fmt.Errorf("%w: %v", errUsage, err)
@@ -327,14 +361,21 @@ func plan(f *runFlags, names []string) ([]job, string, error) {
 			f.parallel = su.Parallel
 		}
 	}
+	if f.parallelSet && f.suite != "soak" && len(names) == 1 {
+		return nil, "", fmt.Errorf("%w: --parallel applies to runs of several scenarios; %s is one: leave it out", errUsage, names[0])
+	}
 	if f.timeScaleSet {
 		scale = f.timeScale
 	}
 	f.timeScale = scale
+	if err := checkSystemName(f.system); err != nil {
+		return nil, "", err
+	}
 	chosen, err := sim.Lookup(f.system)
 	if err != nil {
 		return nil, "", fmt.Errorf("%w: %v", errUsage, err)
 	}
+	f.backend = resolveAuto(f.redis)
 	if !f.seedSet {
 		f.seed = time.Now().UnixNano() % 1_000_000_000
 	}
@@ -351,6 +392,7 @@ func plan(f *runFlags, names []string) ([]job, string, error) {
 	}
 	var jobs []job
 	f.skipped = nil
+	usesPostgres := false
 	for _, n := range names {
 		sc, err := scenarios.Get(n)
 		if err != nil {
@@ -380,10 +422,18 @@ func plan(f *runFlags, names []string) ([]job, string, error) {
 				continue
 			}
 		}
+		if pu, ok := system.(sim.PostgresUser); ok && pu.UsesPostgres() {
+			usesPostgres = true
+		}
 		o := sim.Options{System: system, Scenario: sc, Suite: f.suite, Seed: f.seed, TimeScale: scale,
-			Backend: f.redis, Toxiproxy: f.toxiproxy, Postgres: f.postgres, Instances: f.instances, Endpoints: f.endpoints}
-		if _, _, err := sim.Plan(o); err != nil {
+			Backend: f.backend, Toxiproxy: f.toxiproxy, Postgres: f.postgres, Instances: f.instances, Endpoints: f.endpoints}
+		sched, _, err := sim.Plan(o)
+		if err != nil {
 			return nil, "", fmt.Errorf("%w: %v", errUsage, err)
+		}
+		// The backend this scenario runs on: a restart from files turns server into server:rdb or :aof.
+		if spec, err := sim.BackendFor(f.backend, sched); err == nil {
+			o.Backend = spec
 		}
 		o.Command = replay(o, *f)
 		dir := f.out
@@ -397,7 +447,22 @@ func plan(f *runFlags, names []string) ([]job, string, error) {
 	if len(jobs) == 0 {
 		return nil, "", fmt.Errorf("%w: suite %s has no scenario for a %s system like %s", errUsage, f.suite, kindOf(chosen), chosen.Name())
 	}
+	if f.set["postgres"] && !usesPostgres {
+		return nil, "", fmt.Errorf("%w: --postgres applies only to scenarios on PostgreSQL (election-*-pg); none of these is: leave it out", errUsage)
+	}
 	return jobs, base, nil
+}
+
+// resolveAuto names the backend that auto stands for on this machine: a private redis-server when the
+// binary is installed, else the embedded one. Other specs are returned as they are.
+func resolveAuto(spec string) string {
+	if spec != "" && spec != "auto" {
+		return spec
+	}
+	if _, ok := redisserver.Available(); ok {
+		return "server"
+	}
+	return "embedded"
 }
 
 // kindOf is "lease" or "election".
@@ -410,8 +475,8 @@ func kindOf(s sim.System) string {
 
 // replay is the one-line command that reproduces a run.
 func replay(o sim.Options, f runFlags) string {
-	parts := []string{"simrun run", o.Scenario.Name, fmt.Sprintf("--seed %d", o.Seed), fmt.Sprintf("--time-scale %g", o.TimeScale),
-		"--system " + o.System.Name(), "--redis " + f.redis}
+	parts := []string{program() + " run", o.Scenario.Name, fmt.Sprintf("--seed %d", o.Seed), fmt.Sprintf("--time-scale %g", o.TimeScale),
+		"--system " + o.System.Name(), "--redis " + o.Backend}
 	if f.instances > 0 {
 		parts = append(parts, fmt.Sprintf("--instances %d", f.instances))
 	}
@@ -429,13 +494,13 @@ func replay(o sim.Options, f runFlags) string {
 
 // replaySet is the command that replays a suite or a list of scenarios.
 func replaySet(f runFlags, names []string) string {
-	parts := []string{"simrun run"}
+	parts := []string{program() + " run"}
 	if f.suite != "" {
 		parts = append(parts, "--suite "+f.suite)
 	} else {
 		parts = append(parts, names...)
 	}
-	parts = append(parts, fmt.Sprintf("--seed %d", f.seed), fmt.Sprintf("--time-scale %g", f.timeScale), "--redis "+f.redis)
+	parts = append(parts, fmt.Sprintf("--seed %d", f.seed), fmt.Sprintf("--time-scale %g", f.timeScale), "--redis "+f.backend)
 	if f.systemSet {
 		parts = append(parts, "--system "+f.system)
 	}
@@ -475,7 +540,7 @@ func runOne(ctx context.Context, j job, quiet bool, stdout, stderr io.Writer) (s
 				p.Elapsed.Round(100*time.Millisecond), p.Total.Round(100*time.Millisecond), p.Live, p.Events, p.Last)
 		}
 	}
-	fmt.Fprintf(stdout, "running %s (system %s, seed %d, time scale %g)\n", o.Scenario.Name, o.System.Name(), o.Seed, o.TimeScale)
+	fmt.Fprintf(stdout, "running %s (system %s, backend %s, seed %d, time scale %g)\n", o.Scenario.Name, o.System.Name(), o.Backend, o.Seed, o.TimeScale)
 	res, err := sim.Run(ctx, o)
 	if o.Progress != nil {
 		fmt.Fprint(stderr, "\r\033[K")
@@ -499,24 +564,28 @@ func runOne(ctx context.Context, j job, quiet bool, stdout, stderr io.Writer) (s
 	if err := os.WriteFile(filepath.Join(j.dir, "schedule.txt"), []byte(res.Schedule.String()), 0o644); err != nil {
 		return summaryRow{}, reports.SuiteEntry{}, err
 	}
-	row, entry, err := judge(j.dir, res.History)
+	row, entry, err := judge(j.dir, res.History, false)
 	if err != nil {
 		return row, entry, err
 	}
-	fmt.Fprintf(stdout, "  %s %s: %s  report: %s\n", verdictWord(row.passed), o.Scenario.Name, row.detail, filepath.Join(j.dir, "report.html"))
 	if res.History.Meta.Interrupted {
+		row.interrupted = true
+		fmt.Fprintf(stdout, "  INTERRUPTED %s after %s: partial history saved  report: %s\n", o.Scenario.Name,
+			res.History.Meta.Duration.Round(100*time.Millisecond), filepath.Join(j.dir, "report.html"))
 		return row, entry, context.Canceled
 	}
+	fmt.Fprintf(stdout, "  %s %s: %s  report: %s\n", verdictWord(row.passed), o.Scenario.Name, row.detail, filepath.Join(j.dir, "report.html"))
 	return row, entry, nil
 }
 
-// judge checks a history and writes every report file into dir.
-func judge(dir string, h history.History) (summaryRow, reports.SuiteEntry, error) {
+// judge checks a history and writes every report file into dir; keepHistory leaves the history.jsonl
+// already there untouched.
+func judge(dir string, h history.History, keepHistory bool) (summaryRow, reports.SuiteEntry, error) {
 	opts := checker.DefaultOptions()
 	opts.MaxViolations = reports.MaxListedViolations // the report marks and counts every violation
 	rep := checker.Check(h, opts)
 	passed := reports.Judge(rep, h.Meta.Expect)
-	if err := writeReports(dir, h, rep, passed, opts); err != nil {
+	if err := writeReports(dir, h, rep, passed, opts, keepHistory); err != nil {
 		return summaryRow{}, reports.SuiteEntry{}, err
 	}
 	row := newSummaryRow(h.Meta, rep, passed)
@@ -524,9 +593,9 @@ func judge(dir string, h history.History) (summaryRow, reports.SuiteEntry, error
 }
 
 // writeReports writes every report file of a checked history into dir.
-func writeReports(dir string, h history.History, rep checker.Report, passed bool, opts checker.Options) error {
+func writeReports(dir string, h history.History, rep checker.Report, passed bool, opts checker.Options, keepHistory bool) error {
 	err := reports.WriteRun(dir, reports.Run{
-		History: h, Report: rep, Passed: passed, Expected: h.Meta.Expect,
+		History: h, Report: rep, Passed: passed, Expected: h.Meta.Expect, KeepHistory: keepHistory,
 		Linearizability: func(w io.Writer) error { return checker.VisualizeLinearizability(w, h, opts) },
 	})
 	if err != nil {
@@ -536,27 +605,83 @@ func writeReports(dir string, h history.History, rep checker.Report, passed bool
 }
 
 func reportCmd(args []string, stdout io.Writer) (int, error) {
-	if len(args) != 1 {
-		return ExitUsage, fmt.Errorf("%w: simrun report DIR (a directory holding history.jsonl)", errUsage)
+	if len(args) != 1 || strings.HasPrefix(args[0], "-") {
+		return ExitUsage, fmt.Errorf("%w: simrun report DIR (the directory of one run, holding history.jsonl, or of a suite)", errUsage)
 	}
 	dir := args[0]
-	h, err := history.ReadFile(filepath.Join(dir, "history.jsonl"))
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return ExitUsage, fmt.Errorf("%s has no history.jsonl: give the directory of one run", dir)
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return ExitUsage, fmt.Errorf("%w: %s is not a directory: give the directory of one run or of a suite", errUsage, dir)
+	}
+	if _, err := os.Stat(filepath.Join(dir, reports.FileHistory)); err == nil {
+		row, err := reportOne(dir)
+		if err != nil {
+			return ExitUsage, err
 		}
-		return ExitUsage, err
+		printSummary(stdout, []summaryRow{row})
+		fmt.Fprintf(stdout, "report: %s\n", filepath.Join(dir, reports.FileReport))
+		if !row.passed {
+			return ExitViolated, nil
+		}
+		return ExitOK, nil
 	}
-	row, _, err := judge(dir, h)
+	// A suite (or a list of scenarios, or a bench): one run per sub-directory.
+	subs, err := os.ReadDir(dir)
 	if err != nil {
 		return ExitUsage, err
 	}
-	printSummary(stdout, []summaryRow{row})
-	fmt.Fprintf(stdout, "report: %s\n", filepath.Join(dir, "report.html"))
-	if !row.passed {
-		return ExitViolated, nil
+	var rows []summaryRow
+	var entries []reports.SuiteEntry
+	suite := ""
+	for _, e := range subs {
+		sub := filepath.Join(dir, e.Name())
+		if !e.IsDir() {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(sub, reports.FileHistory)); err != nil {
+			continue
+		}
+		h, err := history.ReadFile(filepath.Join(sub, reports.FileHistory))
+		if err != nil {
+			return ExitUsage, err
+		}
+		row, entry, err := judge(sub, h, true)
+		if err != nil {
+			return ExitUsage, err
+		}
+		entry.Dir = e.Name()
+		if suite == "" {
+			suite = h.Meta.Suite
+		}
+		rows = append(rows, row)
+		entries = append(entries, entry)
+	}
+	if len(rows) == 0 {
+		return ExitUsage, fmt.Errorf("%w: %s has no history.jsonl, nor has any of its sub-directories: give the directory of one run or of a suite", errUsage, dir)
+	}
+	if suite == "" {
+		suite = "run"
+	}
+	if err := reports.WriteSuite(dir, suite, entries); err != nil {
+		return ExitUsage, fmt.Errorf("write suite index: %w", err)
+	}
+	printSummary(stdout, rows)
+	fmt.Fprintf(stdout, "index: %s\n", filepath.Join(dir, reports.FileIndex))
+	for _, r := range rows {
+		if !r.passed {
+			return ExitViolated, nil
+		}
 	}
 	return ExitOK, nil
+}
+
+// reportOne re-checks the run saved in dir and renders its reports again, leaving history.jsonl as it is.
+func reportOne(dir string) (summaryRow, error) {
+	h, err := history.ReadFile(filepath.Join(dir, reports.FileHistory))
+	if err != nil {
+		return summaryRow{}, err
+	}
+	row, _, err := judge(dir, h, true)
+	return row, err
 }
 
 func isTerminal(w io.Writer) bool {

@@ -22,7 +22,14 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+
+	"github.com/redis/go-redis/v9"
 )
+
+// quietLogger drops go-redis's internal log lines.
+type quietLogger struct{}
+
+func (quietLogger) Printf(context.Context, string, ...interface{}) {}
 
 // Exit codes.
 const (
@@ -45,14 +52,19 @@ Usage:
   simrun bench SCENARIO... [flags]      failover, handoff, command-rate and memory figures over several seeds
   simrun matrix [flags]                 every system × every scenario of its kind on fixed seeds: a table of verdicts
 
-Run 'simrun run -h', 'simrun bench -h' or 'simrun matrix -h' for the flags.
+Each command's --help (simrun run --help, simrun matrix --help, ...) gives its flags.
 Exit status: 0 all invariants held, 1 an invariant was violated or undecided, 2 usage or setup error,
 130 interrupted (matrix: 0 completed, 1 a reference system failed a cell).
 `
 
 // Main runs the command line and returns the exit code. SIGINT and SIGTERM stop a run cleanly: faults are
-// ended, every child process killed, the partial history saved.
+// ended, every child process killed, the partial history saved. Main is meant to be the process's main:
+// it silences go-redis's process-wide logger (redis.SetLogger), whose pool lines would repeat what the
+// run reports once.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	// go-redis logs pool and connection trouble to the process's standard error; a run's failures are
+	// reported by the run, once.
+	redis.SetLogger(quietLogger{})
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	// After the first signal the default handling comes back: a second Ctrl-C ends simrun at once
@@ -69,10 +81,22 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var err error
 	switch args[0] {
 	case "list":
-		code, err = ExitOK, list(stdout)
+		switch {
+		case isHelp(args[1:]):
+			fmt.Fprint(stdout, listHelp)
+			return ExitOK
+		case len(args) > 1:
+			code, err = ExitUsage, fmt.Errorf("%w: simrun list takes no arguments (got %q)", errUsage, strings.Join(args[1:], " "))
+		default:
+			code, err = ExitOK, list(stdout)
+		}
 	case "run":
 		code, err = runCmd(ctx, args[1:], stdout, stderr)
 	case "report":
+		if isHelp(args[1:]) {
+			fmt.Fprint(stdout, reportHelp)
+			return ExitOK
+		}
 		code, err = reportCmd(args[1:], stdout)
 	case "bench":
 		code, err = benchCmd(ctx, args[1:], stdout, stderr)
@@ -82,7 +106,11 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, usage)
 		return ExitOK
 	default:
-		err = fmt.Errorf("%w: unknown command %q: want list, run, report, bench or matrix", errUsage, args[0])
+		hint := ""
+		if s := suggest(args[0], []string{"list", "run", "report", "bench", "matrix"}); s != "" {
+			hint = ": did you mean " + s + "?"
+		}
+		err = fmt.Errorf("%w: unknown command %q%s (want list, run, report, bench or matrix; simrun --help says more)", errUsage, args[0], hint)
 	}
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {

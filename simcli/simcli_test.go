@@ -35,7 +35,7 @@ func TestBadInputIsAUsageErrorAndLeavesNothing(t *testing.T) {
 		args []string
 		want string
 	}{
-		"unknown scenario":   {[]string{"run", "no-such", "--out", out}, "valid scenarios: single-instance"},
+		"unknown scenario":   {[]string{"run", "no-such", "--out", out}, "simrun list shows them all"},
 		"unknown suite":      {[]string{"run", "--suite", "nope", "--out", out}, "valid suites: ci"},
 		"zero time scale":    {[]string{"run", "crash-failover", "--time-scale", "0", "--out", out}, "must be > 0"},
 		"negative scale":     {[]string{"run", "crash-failover", "--time-scale", "-1", "--out", out}, "must be > 0"},
@@ -100,7 +100,8 @@ func TestSameSeedSameSchedule(t *testing.T) {
 		for _, f := range []string{"report.html", "linearizability.html", "summary.md", "result.json", "junit.xml", "history.jsonl"} {
 			require.FileExists(t, filepath.Join(dir, f))
 		}
-		require.Contains(t, out, "simrun run crash-failover --seed 7")
+		require.Contains(t, out, os.Args[0]+" run crash-failover --seed 7")
+		require.Contains(t, out, "--redis server")
 	}
 	require.Equal(t, schedules[0], schedules[1])
 	require.Contains(t, schedules[0], "crash")
@@ -200,6 +201,10 @@ func TestInterruptSavesPartialHistoryAndKillsChildren(t *testing.T) {
 	var ee *exec.ExitError
 	require.ErrorAs(t, err, &ee)
 	require.Equal(t, 130, ee.ExitCode())
+	output := cmd.Stdout.(*bytes.Buffer).String()
+	require.Contains(t, output, "INTERRUPTED crash-failover", output)
+	require.NotContains(t, output, "FAIL crash-failover", "an interrupted run is not a failed one")
+	require.Regexp(t, `crash-failover\s+INTERRUPTED`, output)
 	for _, k := range kids {
 		require.False(t, alive(k), "redis-server %d outlived simrun", k)
 	}

@@ -19,11 +19,15 @@ type summaryRow struct {
 	scenario string
 	passed   bool
 	errored  bool // the scenario could not be set up: no history, no verdict
-	outcomes map[string]checker.Outcome
-	detail   string
-	refused  int // polls refused by fencing: never violations of single-poller
-	failover string
-	duration time.Duration
+	// interrupted: the run was stopped (Ctrl-C) before its end; its partial history was checked and
+	// saved, but it has no verdict.
+	interrupted bool
+	notRun      bool // the run was interrupted before this scenario started
+	outcomes    map[string]checker.Outcome
+	detail      string
+	refused     int // polls refused by fencing: never violations of single-poller
+	failover    string
+	duration    time.Duration
 }
 
 var invariantOrder = []string{checker.InvSingleHolder, checker.InvSinglePoller, checker.InvStalePoll, checker.InvValidity,
@@ -102,18 +106,27 @@ func printSummary(w io.Writer, rows []summaryRow) {
 		fmt.Fprintf(tw, "\t%s", inv)
 	}
 	fmt.Fprint(tw, "\trefused\ttakeover p50 / max (bound)\n") // "failover" is already the invariant's column
-	pass := 0
+	var pass, fail, errored, interrupted, notRun int
 	for _, r := range rows {
-		if r.passed {
-			pass++
-		}
 		word := verdictWord(r.passed)
-		if r.errored {
+		switch {
+		case r.notRun:
+			word = "not run"
+			notRun++
+		case r.interrupted:
+			word = "INTERRUPTED"
+			interrupted++
+		case r.errored:
 			word = "ERROR"
+			errored++
+		case r.passed:
+			pass++
+		default:
+			fail++
 		}
 		fmt.Fprintf(tw, "%s\t%s", r.scenario, word)
 		for _, inv := range invariantOrder {
-			if r.errored {
+			if r.errored || r.notRun || r.interrupted {
 				fmt.Fprint(tw, "\t-")
 				continue
 			}
@@ -122,7 +135,16 @@ func printSummary(w io.Writer, rows []summaryRow) {
 		fmt.Fprintf(tw, "\t%d\t%s\n", r.refused, r.failover)
 	}
 	_ = tw.Flush()
-	fmt.Fprintf(w, "\n%d passed, %d failed\n", pass, len(rows)-pass)
+	tally := fmt.Sprintf("%d passed, %d failed", pass, fail)
+	for _, c := range []struct {
+		n    int
+		what string
+	}{{errored, "could not be set up"}, {interrupted, "interrupted"}, {notRun, "not run"}} {
+		if c.n > 0 {
+			tally += fmt.Sprintf(", %d %s", c.n, c.what)
+		}
+	}
+	fmt.Fprintf(w, "\n%s\n", tally)
 }
 
 func list(w io.Writer) error {

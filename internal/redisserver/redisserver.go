@@ -110,6 +110,14 @@ func Start(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("redisserver: temp dir: %w", err)
 	}
+	// redis-server changes into --dir before it opens --logfile: a relative path (from a relative
+	// TMPDIR) would be looked up inside itself.
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	} else {
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("redisserver: temp dir %s: %w", dir, err)
+	}
 	s := &Server{opts: opts, bin: bin, dir: dir, port: opts.Port}
 	// A free port can be taken between our probe and redis's bind: try a few.
 	var lastErr error

@@ -131,3 +131,22 @@ func TestUnknownPersistenceNamesTheValidOnes(t *testing.T) {
 	_, err := redisserver.Start(redisserver.Options{Persistence: "fsync"})
 	require.ErrorContains(t, err, `unknown persistence "fsync" (valid: none, rdb, aof)`)
 }
+
+// A relative TMPDIR gives a relative temporary directory; redis-server changes into its --dir before it
+// opens its log file there, so the server must be given absolute paths.
+func TestRelativeTMPDIR(t *testing.T) {
+	if _, ok := redisserver.Available(); !ok && !redistest.Required() {
+		t.Skip("real-Redis test skipped: no redis-server (set TENURE_REQUIRE_REDIS=1 to make this a failure)")
+	}
+	t.Chdir(t.TempDir())
+	require.NoError(t, os.Mkdir("tmp", 0o755))
+	t.Setenv("TMPDIR", "tmp")
+	s, err := redisserver.Start(redisserver.Options{Persistence: redisserver.PersistRDB})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	require.True(t, filepath.IsAbs(s.Dir()), s.Dir())
+	c := client(t, s)
+	up(t, c)
+	require.NoError(t, s.Save())
+	require.FileExists(t, filepath.Join(s.Dir(), "dump.rdb"))
+}
