@@ -2,6 +2,7 @@ package simcli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -79,11 +80,8 @@ type matrixRun struct {
 func matrixCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
 	var f matrixFlags
 	fs := flag.NewFlagSet("simrun matrix", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), matrixUsage)
-		fs.PrintDefaults()
-	}
+	fs.SetOutput(io.Discard) // errors are returned as one line; --help goes to stdout
+	fs.Usage = func() {}
 	f.run.registerMatrix(fs)
 	fs.StringVar(&f.systems, "systems", "", "comma-separated systems (default: every listed system)")
 	fs.StringVar(&f.scenarios, "scenarios", "", "comma-separated scenarios (default: every scenario)")
@@ -92,7 +90,12 @@ func matrixCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 	fs.StringVar(&f.run.out, "out", "", "output directory (default ./simrun-out/<time>-matrix-<seed>); must not exist or be empty")
 	fs.IntVar(&f.run.parallel, "parallel", 2, "cells run at once, each with its own Redis and proxies")
 	if err := fs.Parse(args); err != nil {
-		return ExitUsage, err
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, matrixUsage)
+			printFlags(stdout, fs)
+			return ExitOK, err
+		}
+		return ExitUsage, flagError("matrix", fs, err)
 	}
 	if fs.NArg() > 0 {
 		return ExitUsage, fmt.Errorf("%w: matrix takes no positional arguments (got %q): pick with --systems and --scenarios", errUsage, fs.Args())

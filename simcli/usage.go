@@ -72,7 +72,7 @@ func flagError(cmd string, fs *flag.FlagSet, err error) error {
 		fs.VisitAll(func(f *flag.Flag) { known = append(known, f.Name) })
 		hint := ""
 		if s := suggest(name, known); s != "" {
-			hint = fmt.Sprintf(": did you mean --%s?", s)
+			hint = ": did you mean --" + strings.ReplaceAll(s, " or ", " or --") + "?"
 		}
 		return fmt.Errorf("%w: unknown flag --%s for %s%s (simrun %s --help lists the flags)", errUsage, name, cmd, hint, cmd)
 	}
