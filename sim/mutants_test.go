@@ -1,7 +1,9 @@
 package sim_test
 
 import (
+	"cmp"
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"slices"
@@ -136,6 +138,33 @@ func TestMutantsAreCaught(t *testing.T) {
 		_, _ = fmt.Sscan(os.Getenv("TENURE_MUTANT_PARALLEL"), &parallel)
 	}
 	cache := &verdictCache{runs: map[string]*runOnce{}, sem: make(chan struct{}, parallel)}
+	// Every mutant is expected to be caught on the first seed: its run and the reference's are queued
+	// at once, the longest scenarios first, so that the runs at hand never wait on how many subtests
+	// go test lets run in parallel, and the last to finish is a short one. A later seed is run only
+	// when a subtest asks for it.
+	type job struct {
+		system, scenario string
+		length           time.Duration
+	}
+	var jobs []job
+	for _, tc := range mutantCases {
+		sc, err := scenarios.Get(tc.scenarios[0])
+		if err != nil {
+			t.Fatalf("mutant %s: %v", tc.mutant, err)
+		}
+		ref := tc.reference
+		if ref == "" {
+			ref = "reference"
+		}
+		jobs = append(jobs, job{sim.MutantSystemName(tc.mutant), sc.Name, sc.Duration}, job{ref, sc.Name, sc.Duration})
+	}
+	slices.SortStableFunc(jobs, func(a, b job) int { return cmp.Compare(b.length, a.length) })
+	// A -run pattern that picks subtests runs only what they ask for.
+	if f := flag.Lookup("test.run"); f == nil || !strings.Contains(f.Value.String(), "/") {
+		for _, j := range jobs {
+			go cache.get(j.system, j.scenario, mutantSeeds[0])
+		}
+	}
 	for _, tc := range mutantCases {
 		t.Run(string(tc.mutant), func(t *testing.T) {
 			t.Parallel()
