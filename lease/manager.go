@@ -339,7 +339,7 @@ func (m *Manager) Stop(ctx context.Context) error {
 	case <-done:
 	case <-m.runCtx.Done(): // Start's context ended (the crash watcher may not have run yet)
 		if m.mut.Has(mutation.StopAfterCancelAbandons) {
-			return errors.Join(ErrNotRunning, context.Cause(m.runCtx))
+			break
 		}
 		m.mu.Lock()
 		m.crashed = true
@@ -354,6 +354,9 @@ func (m *Manager) Stop(ctx context.Context) error {
 		}
 		m.mu.Unlock()
 		<-done // the poll loops end their holdings (Stopping) and queue them for release
+	}
+	if m.mut.Has(mutation.StopAfterCancelAbandons) && m.runCtx.Err() != nil {
+		return errors.Join(ErrNotRunning, context.Cause(m.runCtx)) // as before the fix: the crash wins
 	}
 	m.mu.Lock()
 	m.state = stateDone
