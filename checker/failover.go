@@ -132,6 +132,10 @@ func checkFailover(idx *index, opts Options) (Result, []Failover) {
 			if deactivatedWithin(idx, ep, fe.At, stop) {
 				continue
 			}
+			// A backend outage that began before the takeover, while it was still inside the bound,
+			// stops every survivor as well: the clock starts again when it ends.
+			start := restartedBy(idx, start, stop, bound)
+			fo.MeasuredFrom = start
 			switch {
 			case to != nil:
 				fo.To, fo.PolledAt, fo.Latency = to.Instance, to.At, to.At-start
@@ -193,6 +197,54 @@ func boundNote(m history.Meta) string {
 		return " (the specification's: lease TTL + " + FailoverTolerance.String() + ")"
 	}
 	return fmt.Sprintf(" (this scenario's own; the specification's is %v: lease TTL + %v)", spec, FailoverTolerance)
+}
+
+// backendWide reports whether fault fe stops the whole fleet's access to the backend: a Redis restart,
+// pause or kill (named redis-*), a wipe, or an isolating fault whose targets are every live instance.
+func backendWide(idx *index, fe *history.Event) bool {
+	f := fe.Fault
+	if f.Removes {
+		return false
+	}
+	if f.Wipes || strings.HasPrefix(strings.ToLower(f.Name), "redis-") {
+		return true
+	}
+	return isolating(f) && coversFleet(idx.liveAt(fe.At), toSet(f.Targets))
+}
+
+func toSet(ids []string) map[string]bool {
+	m := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		m[id] = true
+	}
+	return m
+}
+
+// restartedBy returns when a takeover's clock starts, given that it started at start and the takeover
+// came at stop (the run's end if it never came): start itself, unless a backend-wide fault (see
+// backendWide) was under way at start or began before the takeover and within the bound. No
+// survivor can take over while the backend is gone, and one that restarted empty or from a snapshot
+// holds every grant for a TTL after it returns, so the clock starts again at that fault's end (after
+// any further such fault that begins, in turn, before the takeover and within the bound of that end).
+// The specification's failure model has the backend up while an instance fails; a takeover that was
+// late before the backend fault began is still judged from the original start.
+func restartedBy(idx *index, start, stop, bound time.Duration) time.Duration {
+	for changed := true; changed; {
+		changed = false
+		for _, g := range idx.faults {
+			if g.At >= stop || g.At > start+bound || !backendWide(idx, g) {
+				continue
+			}
+			end := max(g.End, g.At)
+			if g.End == history.Infinity {
+				end = idx.end
+			}
+			if end > start { // it began within the bound, or earlier and lasted past start
+				start, changed = end, true
+			}
+		}
+	}
+	return start
 }
 
 // coversFleet reports whether every instance in live is among targets.

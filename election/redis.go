@@ -249,11 +249,25 @@ func (b *RedisBackend) Leader(ctx context.Context, role string) (LeaderInfo, err
 		return LeaderInfo{Guard: guardLeft(epoch.Val(), now.Val())}, nil
 	}
 	holder, term, _ := parseHolding(v)
-	info := LeaderInfo{ID: holder, Term: term, TTL: max(pttl.Val(), 0)}
+	info := LeaderInfo{ID: holder, Term: term, TTL: leaderTTL(pttl.Val())}
 	if us, err := strconv.ParseInt(at.Val(), 10, 64); err == nil {
 		info.Heartbeat = time.UnixMicro(us)
 	}
 	return info, nil
+}
+
+// leaderTTL turns a leader key's PTTL reply, as go-redis hands it over, into LeaderInfo.TTL. A key in
+// its last millisecond reads as PTTL 0: that is a holding about to end (1ms), not one without a TTL
+// (zero), or a standby whose attempt arrived a moment early would wait a whole RetryInterval instead
+// of trying again at the expiry.
+func leaderTTL(pttl time.Duration) time.Duration {
+	switch {
+	case pttl < 0: // -1: no TTL; -2: gone (go-redis passes both on unscaled)
+		return 0
+	case pttl < time.Millisecond:
+		return time.Millisecond
+	}
+	return pttl
 }
 
 // guardLeft is what remains of the fresh-dataset grace recorded in an epoch key value ("<run_id> <end,

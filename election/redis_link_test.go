@@ -140,8 +140,9 @@ func TestRedisOneWayPartitionStopsBlindWritesAndHandsOver(t *testing.T) {
 	victim := NewRedisBackend(vc, RedisOptions{Logger: testLogger(t)})
 
 	// A TTL well above the takeover bound below, so that a takeover that had to wait for the holding to
-	// expire fails the test.
-	const ttl, renew = 4 * time.Second, time.Second
+	// expire (at least ttl-renew after the cut) fails the test. The victim's OpTimeout is generous so
+	// that on a loaded machine its release (a dial, a handshake and one EVAL) still goes out in time.
+	const ttl, renew, op = 8 * time.Second, 2 * time.Second, time.Second
 	reg := prometheus.NewRegistry()
 	role := uniqueRole(t)
 	f := newFleet(t, 3,
@@ -156,6 +157,7 @@ func TestRedisOneWayPartitionStopsBlindWritesAndHandsOver(t *testing.T) {
 			cfg.TTL, cfg.RenewInterval = ttl, renew
 			if i == 0 {
 				cfg.Registerer = reg
+				cfg.OpTimeout = op
 			}
 			return cfg
 		})
@@ -180,9 +182,9 @@ func TestRedisOneWayPartitionStopsBlindWritesAndHandsOver(t *testing.T) {
 
 	// Takeover bound, from the cut: the victim's next renewal is sent within RenewInterval and fails
 	// after OpTimeout; its release takes at most OpTimeout to land (it lands at once); a standby is told
-	// and acquires at once. 1.5 s of scheduling slack on a loaded machine. A holding left to expire
-	// would take at least the TTL (4 s).
-	bound := renew + 2*testOp + 1500*time.Millisecond
+	// and acquires at once. 1.5 s of scheduling slack on a loaded machine: 5.5 s in all. A holding left
+	// to expire would take at least ttl-renew (6 s).
+	bound := renew + 2*op + 1500*time.Millisecond
 	term, at := f.nextStart(t, 3*ttl)
 	took := at.Sub(cut)
 	t.Logf("one-way partition: a standby leads %s after the cut (bound %s)", took, bound)
@@ -190,19 +192,19 @@ func TestRedisOneWayPartitionStopsBlindWritesAndHandsOver(t *testing.T) {
 	require.False(t, f.es[0].IsLeader())
 	require.LessOrEqual(t, took, bound, "the standby waited for the holding to expire")
 
-	// For two TTLs more the victim never leads nor holds the key.
+	// For a TTL more the victim never leads nor holds the key.
 	rc := env.c
 	leaderKey := "election:{" + role + "}:leader"
 	require.Never(t, func() bool {
 		v, err := rc.Get(context.Background(), leaderKey).Result()
 		id, _, _ := parseHolding(v)
 		return f.es[0].IsLeader() || (err == nil && id == "n0")
-	}, 2*ttl, 50*time.Millisecond, "the victim leads or holds the key while its replies are lost")
+	}, ttl, 50*time.Millisecond, "the victim leads or holds the key while its replies are lost")
 
 	// After its first unanswered call (plus OpTimeout for calls already past their probe), only probes,
 	// reads and its release were sent.
 	healedAt := time.Now()
-	failed, writes := log.writesAfter(cut, healedAt, testOp)
+	failed, writes := log.writesAfter(cut, healedAt, op)
 	require.False(t, failed.IsZero(), "the victim saw a call go unanswered")
 	require.Empty(t, writes, "blind acquires or renewals after the first unanswered call (%s after the cut)", failed.Sub(cut))
 	require.False(t, victim.LinkHealthy())

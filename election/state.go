@@ -73,3 +73,23 @@ type Event struct {
 
 	_ struct{}
 }
+
+// String describes the event in one line: its time (UTC, milliseconds, without Go's monotonic clock
+// reading), role, type, and the fields that type carries. For example
+// "2026-11-26T08:00:01.250Z nightly-cleanup acquired term 7 (leader)" or
+// "2026-11-26T08:00:04.000Z nightly-cleanup state-changed candidate → follower".
+func (e Event) String() string {
+	s := e.Time.Round(0).UTC().Format("2006-01-02T15:04:05.000Z07:00") + " " + e.Role + " " + e.Type.String()
+	switch e.Type {
+	case StateChanged:
+		s += " " + e.Prev.String() + " → " + e.State.String()
+	case Acquired, Lost:
+		s += fmt.Sprintf(" term %d (%s)", e.Term, e.State)
+	default:
+		s += " (" + e.State.String() + ")"
+	}
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}

@@ -121,6 +121,23 @@ func TestNextAttemptSchedulesAtTheHoldingsEnd(t *testing.T) {
 	}
 }
 
+func TestLeaderTTLKeepsTheLastMillisecond(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, time.Millisecond, leaderTTL(0), "PTTL 0: a key in its last millisecond still ends")
+	require.Equal(t, 700*time.Millisecond, leaderTTL(700*time.Millisecond))
+	require.Zero(t, leaderTTL(-1), "no TTL")
+	require.Zero(t, leaderTTL(-2), "gone")
+	// What the standby does with it: try again at the expiry, not a RetryInterval later.
+	cfg := testConfig(t, "r", "me", 1)
+	cfg.RetryInterval = testTTL
+	asked := time.Unix(1000, 0)
+	cfg.Clock = frozenClock{now: asked.Add(5 * time.Millisecond)}
+	e, err := New(NewRedisBackend(nil, RedisOptions{}), cfg)
+	require.NoError(t, err)
+	d, _ := e.nextAttempt(asked, LeaderInfo{ID: "x", TTL: leaderTTL(0)}, nil, false)
+	require.Equal(t, takeoverSlack, d)
+}
+
 func TestGuardLeft(t *testing.T) {
 	t.Parallel()
 	now := time.UnixMicro(5_000_000)

@@ -94,8 +94,15 @@ func renderBalance(m *model) string {
 		}
 		fmt.Fprintf(&ideal, "%s%s %sH%s", cmd, num(x1), num(ya.y(s.Ideal)), num(x2))
 	}
-	// One step line per instance; a gap where the instance is absent from a sample.
+	// One step line per instance; a gap where the instance is absent from a sample. Lines are offset by
+	// up to a few pixels, each instance by its own amount, so instances holding equal counts stay visible.
+	n := len(m.insts)
+	spread := min(6.0, 1.8*float64(n-1))
 	for k, in := range m.insts {
+		off := 0.0
+		if n > 1 {
+			off = spread * (float64(k)/float64(n-1) - 0.5)
+		}
 		var d strings.Builder
 		pen := false
 		for i := 0; i < len(samples); i += step {
@@ -104,7 +111,7 @@ func renderBalance(m *model) string {
 				pen = false
 				continue
 			}
-			x1, x2, py := a.x(samples[i].At), a.x(end(i)), ya.y(float64(n))
+			x1, x2, py := a.x(samples[i].At), a.x(end(i)), ya.y(float64(n))+off
 			if pen {
 				fmt.Fprintf(&d, "V%sH%s", num(py), num(x2))
 			} else {
@@ -118,6 +125,14 @@ func renderBalance(m *model) string {
 		}
 	}
 	fmt.Fprintf(&c.b, `<path class="ideal" d="%s"><title>ideal: endpoints / live instances</title></path>`, ideal.String())
+	// Balance violations are marked where they are judged, above the plot.
+	var bv []violInfo
+	for _, v := range m.viols {
+		if v.invariant == checker.InvBalance {
+			bv = append(bv, v)
+		}
+	}
+	markViolations(&c, m, a, bv, chartTop+8, 6, "vmark-balance", true)
 	return c.close()
 }
 
@@ -132,7 +147,7 @@ func opsWindow(meta history.Meta) time.Duration {
 }
 
 // renderOps draws backend operations per second as one small area chart per instance, all on the same
-// scale, with red ticks where operations failed or had an unknown outcome.
+// scale, with amber ticks where operations failed or had an unknown outcome.
 func renderOps(m *model) string {
 	const nb = 150
 	bw := max(m.dur/nb, time.Microsecond)
@@ -160,9 +175,22 @@ func renderOps(m *model) string {
 	// Rates are averages under a triangular kernel whose half-width is the renewal period: operations
 	// repeating with that period then read as a steady rate, whatever their phase.
 	half := max(float64(opsWindow(m.meta))/float64(bw), 1)
+	// Smoothing never crosses the start or end of a fault, so a change a fault causes is not drawn
+	// before the fault began (nor its recovery before it ended).
+	seg := make([]int, nb)
+	for b := range seg {
+		t0 := time.Duration(b) * bw
+		for _, f := range m.faults {
+			for _, edge := range []time.Duration{f.at, f.end} {
+				if edge > 0 && edge < m.dur && edge <= t0 {
+					seg[b]++ // buckets after the same edges share a segment
+				}
+			}
+		}
+	}
 	rates := make([][]float64, len(counts))
 	for k := range counts {
-		rates[k] = smoothRate(counts[k], half, bw)
+		rates[k] = smoothRate(counts[k], seg, half, bw)
 	}
 	top, peak, clipped := opsScale(rates)
 	rowH := 30.0
@@ -261,15 +289,16 @@ func opsScale(rates [][]float64) (top, peak float64, clipped bool) {
 }
 
 // smoothRate turns counts per bucket of width bw into rates per second, averaged under a triangular
-// kernel of the given half-width (in buckets); near the ends the kernel is renormalised.
-func smoothRate(counts []int, half float64, bw time.Duration) []float64 {
+// kernel of the given half-width (in buckets) over the buckets of the same segment (seg, nil for one
+// segment); near the ends of the run and of a segment the kernel is renormalised.
+func smoothRate(counts, seg []int, half float64, bw time.Duration) []float64 {
 	h := int(math.Ceil(half))
 	out := make([]float64, len(counts))
 	for i := range counts {
 		var sum, weight float64
 		for j := max(i-h, 0); j <= min(i+h, len(counts)-1); j++ {
 			w := 1 - math.Abs(float64(j-i))/half
-			if w <= 0 {
+			if w <= 0 || (seg != nil && seg[j] != seg[i]) {
 				continue
 			}
 			sum += w * float64(counts[j])

@@ -15,6 +15,8 @@ const (
 	maxDetailEndpoints = 12
 	detailHeadH        = 18.0
 	detailLaneH        = 13.0
+	tightHeadH         = 14.0 // the overview of a small fleet draws tighter blocks, to fit one screen
+	tightLaneH         = 10.5
 )
 
 // detailEndpoints picks the endpoints worth drawing in detail: those with violations first, then the
@@ -99,11 +101,15 @@ func (m *model) laneInstances(ep int) []int {
 
 // drawDetailBlocks draws each endpoint as a block: a header with the endpoint's name and its takeovers
 // (fault start to first poll by a live instance, with the latency), then one lane per instance that
-// held (light) or polled (solid marks) it. Refused polls are outlined in red. It returns the y below.
+// held (light) or polled (solid marks) it. Refused polls are outlined in teal (fencing worked: safe). It returns the y below.
 func drawDetailBlocks(c *canvas, m *model, a timeAxis, eps []int, y float64, markerClass string) float64 {
 	fos := map[string][]checker.Failover{}
 	for _, f := range m.rep.Failovers {
 		fos[f.Endpoint] = append(fos[f.Endpoint], f)
+	}
+	headH, laneH, gapH := detailHeadH, detailLaneH, 6.0
+	if markerClass == "vmark" {
+		headH, laneH, gapH = tightHeadH, tightLaneH, 4
 	}
 	viols := map[int][]violInfo{}
 	for _, v := range m.viols {
@@ -121,38 +127,62 @@ func drawDetailBlocks(c *canvas, m *model, a timeAxis, eps []int, y float64, mar
 		for _, f := range fos[m.eps[ep]] {
 			drawTakeover(c, a, f, y+9, &used)
 		}
-		y += detailHeadH
+		y += headH
 		laneY := map[int]float64{}
 		for li, inst := range lanes {
-			ly := y + float64(li)*detailLaneH
+			ly := y + float64(li)*laneH
 			laneY[inst] = ly
-			c.rect(a.x0, ly+1, a.w, detailLaneH-2, `class="row-bg"`)
+			c.rect(a.x0, ly+1, a.w, laneH-2, `class="row-bg"`)
 			if inst >= 0 {
 				in := m.insts[inst]
-				c.rect(a.x0-5, ly+2, 3, detailLaneH-4, `fill="`+in.color+`"`)
+				c.rect(a.x0-5, ly+2, 3, laneH-4, `fill="`+in.color+`"`)
 				c.text(a.x0-9, ly+10, `class="rowlabel" text-anchor="end"`, in.short)
 			}
 		}
+		var terms canvas // an election's leadership is labelled with its term where there is room
 		for _, s := range m.held[ep] {
 			x1, x2 := a.x(s.from), a.x(s.to)
-			c.rect(x1, laneY[s.inst]+1, max(x2-x1, 1), detailLaneH-2, `class="held" fill="`+m.insts[s.inst].color+`"`)
-		}
-		drawDetailPolls(c, m, a, ep, laneY)
-		for _, v := range viols[ep] {
-			vy := y + float64(len(lanes))*detailLaneH/2
-			for _, id := range v.v.Instances {
-				if k, ok := m.instIdx[id]; ok {
-					if ly, ok := laneY[k]; ok {
-						vy = ly + detailLaneH/2
-					}
+			fmt.Fprintf(&c.b, `<rect class="held" fill="%s" x="%s" y="%s" width="%s" height="%s">`,
+				m.insts[s.inst].color, num(x1), num(laneY[s.inst]+1), num(max(x2-x1, 1)), num(laneH-2))
+			if m.election() && s.token > 0 {
+				c.title(fmt.Sprintf("%s leader with term %d, %s", m.insts[s.inst].short, s.token, m.whenText(s.from, s.to)))
+				if label := "term " + shortToken(s.token); x2-x1 > textWidth(label)+4 {
+					terms.text(x1+3, laneY[s.inst]+laneH-2.5, `class="term"`, label)
 				}
 			}
-			x := a.x(v.v.At)
-			c.diamond(x, vy, 6, markerClass, v.id(), violTip(v))
-			c.text(x+8, vy+4, `class="vlabel"`, v.id())
+			c.raw("</rect>")
+		}
+		drawDetailPolls(c, m, a, ep, laneY, laneH)
+		c.raw(terms.b.String())
+		// Violations are marked on the lane of the instance they blame; validity's (a poll outside its
+		// own lease) low in the lane and smaller, so they do not hide two holders at once.
+		type spot struct {
+			y, r float64
+		}
+		byLane := map[spot][]violInfo{}
+		var spots []spot
+		for _, v := range viols[ep] {
+			sp := spot{y + float64(len(lanes))*laneH/2, 6}
+			k := v.off
+			if k < 0 && len(v.v.Instances) > 0 {
+				k = m.instIdx[v.v.Instances[len(v.v.Instances)-1]]
+			}
+			if ly, ok := laneY[k]; ok {
+				sp.y = ly + laneH/2
+			}
+			if v.invariant == checker.InvValidity {
+				sp = spot{sp.y + laneH/2 - 2, 3}
+			}
+			if _, ok := byLane[sp]; !ok {
+				spots = append(spots, sp)
+			}
+			byLane[sp] = append(byLane[sp], v)
+		}
+		for _, sp := range spots {
+			markViolations(c, m, a, byLane[sp], sp.y, sp.r, markerClass, len(m.viols) <= 30)
 		}
 		c.raw("</g>")
-		y += float64(len(lanes))*detailLaneH + 6
+		y += float64(len(lanes))*laneH + gapH
 	}
 	return y
 }
@@ -207,7 +237,7 @@ func orDash(s string) string {
 }
 
 // drawDetailPolls draws the polls of endpoint ep, merging neighbours closer than a pixel.
-func drawDetailPolls(c *canvas, m *model, a timeAxis, ep int, laneY map[int]float64) {
+func drawDetailPolls(c *canvas, m *model, a timeAxis, ep int, laneY map[int]float64, laneH float64) {
 	type pend struct {
 		x1, x2 float64
 		class  string
@@ -219,7 +249,7 @@ func drawDetailPolls(c *canvas, m *model, a timeAxis, ep int, laneY map[int]floa
 		if p.class != "poll refused" {
 			attrs += ` fill="` + m.insts[p.inst].color + `"`
 		}
-		c.rect(p.x1, laneY[p.inst]+2.5, max(p.x2-p.x1, 1.5), detailLaneH-5, attrs)
+		c.rect(p.x1, laneY[p.inst]+2.5, max(p.x2-p.x1, 1.5), laneH-5, attrs)
 	}
 	for _, i := range m.epEvents[ep] {
 		e := &m.ev[i]
@@ -324,4 +354,14 @@ func describe(e *history.Event) string {
 		b.WriteString(e.Note)
 	}
 	return b.String()
+}
+
+// shortToken abbreviates a long token or term (an election's terms come from the backend's clock) to
+// its last digits: "…549261".
+func shortToken(t uint64) string {
+	s := fmt.Sprint(t)
+	if len(s) > 6 {
+		return "…" + s[len(s)-6:]
+	}
+	return s
 }

@@ -2,12 +2,21 @@
 //
 // For one run, WriteRun writes into a directory:
 //
-//   - report.html: a self-contained page (no scripts, fonts or network) with the verdict per invariant,
+//   - report.html: a self-contained page (no scripts, fonts or network). A passing run opens with one
+//     line on why it passed, then its timeline. A failing run opens with a
+//     diagnosis: its violations grouped by likely cause (the mutual-exclusion findings of one offending
+//     instance, or the findings of one other invariant), each group told in a few sentences read from
+//     the history (what happened, on which endpoints, when, and the faults, failed calls and missing
+//     deadline that explain it), followed by the timeline, which marks every listed violation (a density
+//     band over a run of them). Then the verdict per invariant,
 //     the scenario's parameters and replay command, an SVG timeline of every endpoint (who held the lease,
 //     fault windows, violations), endpoints involved in violations and failovers in detail, the failover
-//     table, balance and backend operation charts, and the history excerpt around each violation;
-//   - linearizability.html: the linearizability checker's visualization, when the caller supplies it;
-//   - summary.md: a short Markdown summary that fits a pull-request comment;
+//     table, balance and backend operation charts, and the violations by group: the first few of each
+//     with a zoomed timeline and the history excerpt around it, the others in a table;
+//   - linearizability.html: the linearizability checker's visualization, when the caller supplies it,
+//     given a header (run, seed, verdicts, a link back to report.html), clients named by instance and
+//     operations labelled with their endpoint;
+//   - summary.md: a short Markdown summary that fits a pull-request comment, with the diagnosis;
 //   - result.json: the machine-readable verdict (schema in SCHEMA.md, version ResultSchemaVersion);
 //   - junit.xml: one test case per invariant, for CI test views;
 //   - history.jsonl: the full recorded history, which can be re-checked and re-rendered later.

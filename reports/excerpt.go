@@ -118,8 +118,8 @@ func (m *model) excerpt(v violInfo) []excerptRow {
 			end = fmtAt(e.End)
 		}
 		rows = append(rows, excerptRow{
-			Seq: e.Seq, At: fmtAt(e.At), End: end, Kind: string(e.Kind), Instance: e.Instance,
-			Endpoint: e.Endpoint, Detail: describe(e), Named: named[i], Context: around[i] && !pick[i],
+			Seq: e.Seq, At: fmtAt(e.At), End: end, Kind: string(e.Kind), Instance: m.shortOf(e.Instance),
+			Endpoint: e.Endpoint, Detail: m.humanize(describe(e)), Named: named[i], Context: around[i] && !pick[i],
 		})
 	}
 	return rows
@@ -145,7 +145,7 @@ func (m *model) zoomWindow(v violInfo) (time.Duration, time.Duration) {
 }
 
 // renderZoom draws the moments around one violation at a resolution where single polls and operations
-// are visible: held (light), polls (solid, with their token), backend operations (thin bars below; red
+// are visible: held (light), polls (solid, with their token), backend operations (thin bars below; amber
 // when failed, dashed when the outcome is unknown). Events the violation names are outlined.
 func renderZoom(m *model, v violInfo) string {
 	if v.ep < 0 {

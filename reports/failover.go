@@ -129,7 +129,7 @@ func failoverHeadline(m *model) string {
 	}
 	lat := m.allFailoverLatencies()
 	never := len(m.rep.Failovers) - len(lat)
-	s := fmt.Sprintf("%d takeovers after %d faults", len(m.rep.Failovers), len(m.groups))
+	s := fmt.Sprintf("%s after %s", plural(len(m.rep.Failovers), "takeover", "takeovers"), plural(len(m.groups), "fault", "faults"))
 	if len(lat) > 0 {
 		s += fmt.Sprintf(": p50 %s, p99 %s, max %s", fmtDur(percentile(lat, 50)), fmtDur(percentile(lat, 99)), fmtDur(lat[len(lat)-1]))
 	}

@@ -66,3 +66,14 @@ func TestRowLabelsNeverCollide(t *testing.T) {
 	wide := rowLabels(rows, 12, isHot)
 	require.Equal(t, []int{1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 1, 1}, wide)
 }
+
+func TestBackendShort(t *testing.T) {
+	for in, want := range map[string]string{
+		"Redis server v=7.0.15 sha=00000000:0 malloc=jemalloc-5.3.0 bits=64 build=ae4d (private, 127.0.0.1:36513)": "redis-server 7.0.15",
+		"redis-server 7.0.15 on 127.0.0.1:40123": "redis-server 7.0.15",
+		"embedded miniredis":                     "embedded miniredis",
+		"":                                       "",
+	} {
+		require.Equal(t, want, backendShort(in), in)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -55,6 +56,15 @@ type violView struct {
 
 type fileLink struct{ Name, What string }
 
+// diagView is one cause in the diagnosis.
+type diagView struct{ ID, Title, Count, Text string }
+
+// violGroupView is the violations of one cause: a few cards, the rest as table rows.
+type violGroupView struct {
+	ID, Title, Count, Text string
+	Cards, Rest            []violView
+}
+
 // runPage is everything report.tmpl shows.
 type runPage struct {
 	CSS                                                     template.CSS
@@ -69,8 +79,13 @@ type runPage struct {
 	ExpectedNote                                            string
 	Groups                                                  []groupRow
 	Failovers                                               []foRow
-	Violations, Caught                                      []violView
-	Truncated, Unzoomed, CaughtTotal, RefusedStale          int
+	Sub, EpWord, FaultsLabel, Headline                      string
+	Election                                                bool
+	Diagnosis                                               []diagView
+	Violations                                              []violGroupView
+	Caught                                                  []violView
+	Truncated, CaughtTotal, RefusedStale, CardsPerGroup     int
+	ViolationTotal                                          int
 	Files                                                   []fileLink
 }
 
@@ -81,6 +96,7 @@ func renderRunHTML(w io.Writer, m *model, linOK bool) error {
 		Scenario: m.meta.Scenario, Suite: m.meta.Suite, System: m.meta.System,
 		Command: m.meta.Command, Interrupted: m.meta.Interrupted, LinOK: linOK,
 		Params: params(m), Truncated: m.truncated(), CaughtTotal: m.caughtCount(), RefusedStale: m.rep.Refused,
+		Sub: subline(m), EpWord: m.epWord(), FaultsLabel: plural(len(m.faults), "fault", "faults"), Election: m.election(), CardsPerGroup: maxCardsPerGroup, ViolationTotal: len(m.viols) + m.truncated(),
 	}
 	if len(m.expected) > 0 {
 		p.ExpectedNote = "expected to violate " + strings.Join(m.expected, ", ")
@@ -88,10 +104,11 @@ func renderRunHTML(w io.Writer, m *model, linOK bool) error {
 	p.Verdict, p.VerdictClass = "FAILED", "violated"
 	if m.passed {
 		p.Verdict, p.VerdictClass = "PASSED", "pass"
+		p.Headline = passHeadline(m)
 	}
 	for _, r := range m.results {
 		p.Results = append(p.Results, resultRow{
-			Invariant: r.res.Invariant, Status: r.st.label(), Class: r.st.class(), Message: r.res.Message,
+			Invariant: r.res.Invariant, Status: r.st.label(), Class: r.st.class(), Message: m.humanize(r.res.Message),
 			Violations: len(r.res.Violations) + r.res.Truncated, Truncated: r.res.Truncated, Caught: r.res.CaughtCount(),
 			Took: fmtDur(r.res.Duration),
 		})
@@ -122,17 +139,29 @@ func renderRunHTML(w io.Writer, m *model, linOK bool) error {
 		p.BalanceNote = balanceSummary(m)
 	}
 	p.Ops = template.HTML(renderOps(m))
-	for _, v := range m.viols {
-		vv := violViewOf(m, v)
-		if v.n <= maxExcerpts {
+	cards := 0
+	for _, g := range m.diag {
+		count := plural(len(g.viols)+g.extra, "violation", "violations")
+		if !m.passed { // a passing run's violations were expected: the page keeps its usual order
+			p.Diagnosis = append(p.Diagnosis, diagView{ID: g.id, Title: g.title, Count: count, Text: g.text})
+		}
+		gv := violGroupView{ID: g.id, Title: g.title, Count: count, Text: g.text}
+		carded := cardPicks(m, g)
+		for _, vi := range g.viols {
+			v := m.viols[vi]
+			vv := violViewOf(m, v)
+			if !carded[vi] || cards >= maxExcerpts {
+				gv.Rest = append(gv.Rest, vv)
+				continue
+			}
+			cards++
 			vv.Rows, vv.Excerpted = m.excerpt(v), true
+			if cards <= maxZooms {
+				vv.Zoom = template.HTML(renderZoom(m, v))
+			}
+			gv.Cards = append(gv.Cards, vv)
 		}
-		if v.n <= maxZooms && v.n <= maxExcerpts {
-			vv.Zoom = template.HTML(renderZoom(m, v))
-		} else {
-			p.Unzoomed++
-		}
-		p.Violations = append(p.Violations, vv)
+		p.Violations = append(p.Violations, gv)
 	}
 	for _, v := range m.caught {
 		vv := violViewOf(m, v)
@@ -145,11 +174,47 @@ func renderRunHTML(w io.Writer, m *model, linOK bool) error {
 	return reportTmpl.Execute(w, p)
 }
 
+// cardPicks chooses the violations of a group shown as cards: the first of each invariant, beliefs and
+// the resource first (single-holder, single-poller, stale-poll, validity, then the others), then the
+// earliest others, up to maxCardsPerGroup.
+func cardPicks(m *model, g diagGroup) map[int]bool {
+	rank := func(inv string) int {
+		switch inv {
+		case checker.InvSingleHolder:
+			return 0
+		case checker.InvSinglePoller:
+			return 1
+		case checker.InvStalePoll:
+			return 2
+		case checker.InvValidity:
+			return 3
+		}
+		return 4
+	}
+	firsts := map[string]int{}
+	var order []int
+	for _, vi := range g.viols {
+		if _, ok := firsts[m.viols[vi].invariant]; !ok {
+			firsts[m.viols[vi].invariant] = vi
+			order = append(order, vi)
+		}
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return rank(m.viols[a].invariant) - rank(m.viols[b].invariant) })
+	picked := map[int]bool{}
+	for _, vi := range append(order, g.viols...) {
+		if len(picked) == maxCardsPerGroup {
+			break
+		}
+		picked[vi] = true
+	}
+	return picked
+}
+
 // violViewOf describes a violation or a caught finding for the page.
 func violViewOf(m *model, v violInfo) violView {
 	vv := violView{
 		ID: v.id(), Invariant: v.invariant, Status: v.st.label(), Class: v.st.class(), At: fmtAt(v.v.At),
-		Endpoint: v.v.Endpoint, Instances: strings.Join(v.v.Instances, ", "), Message: v.v.Message,
+		Endpoint: v.v.Endpoint, Instances: strings.Join(m.shortIDs(v.v.Instances), ", "), Message: m.humanize(v.v.Message),
 		Outside: strings.Join(v.v.Outside, ", "),
 	}
 	switch {
@@ -167,15 +232,87 @@ func violViewOf(m *model, v violInfo) violView {
 	return vv
 }
 
+// passHeadline says in one line why a run passed.
+func passHeadline(m *model) string {
+	held, skipped, expected := 0, 0, 0
+	for _, r := range m.results {
+		switch r.st {
+		case stPass, stCaught:
+			held++
+		case stSkipped:
+			skipped++
+		case stExpected:
+			expected++
+		}
+	}
+	s := fmt.Sprintf("Every invariant checked held (%d held, %d skipped)", held, skipped)
+	if expected > 0 {
+		s = fmt.Sprintf("Every expected violation happened (%s), and the other invariants held", strings.Join(m.expected, ", "))
+	}
+	if n := m.caughtCount(); n > 0 {
+		s += fmt.Sprintf("; %s outside the system's assumptions %s caught before the resource (safe)", plural(n, "finding", "findings"),
+			map[bool]string{true: "was", false: "were"}[n == 1])
+	}
+	return s + "."
+}
+
+// subline is the line under the title: what ran, on what, with which seed.
+func subline(m *model) string {
+	mt := m.meta
+	parts := []string{"system " + orDash(mt.System)}
+	if mt.Suite != "" {
+		parts = append(parts, "suite "+mt.Suite)
+	}
+	parts = append(parts, fmt.Sprintf("seed %d", mt.Seed))
+	if m.election() {
+		parts = append(parts, fmt.Sprintf("%s × %s", plural(mt.Instances, "candidate", "candidates"), plural(max(mt.Endpoints, 1), "role", "roles")))
+	} else if mt.Instances > 0 {
+		parts = append(parts, fmt.Sprintf("%s × %s", plural(mt.Instances, "instance", "instances"), plural(mt.Endpoints, "endpoint", "endpoints")))
+	}
+	parts = append(parts, fmtDur(m.dur)+" at time scale "+fmt.Sprint(mt.TimeScale))
+	if b := backendShort(mt.Backend); b != "" {
+		parts = append(parts, b)
+	}
+	return strings.Join(parts, " · ")
+}
+
+// backendShort abbreviates a backend description: "Redis server v=7.0.15 sha=… (private, …)" becomes
+// "redis-server 7.0.15"; others lose what follows " (" or " on " and keep at most three words.
+func backendShort(b string) string {
+	for _, cut := range []string{" (", " on "} {
+		b, _, _ = strings.Cut(b, cut)
+	}
+	f := strings.Fields(b)
+	if len(f) >= 3 && f[0] == "Redis" && f[1] == "server" && strings.HasPrefix(f[2], "v=") {
+		return "redis-server " + strings.TrimPrefix(f[2], "v=")
+	}
+	if len(f) > 3 {
+		f = f[:3]
+	}
+	return strings.Join(f, " ")
+}
+
+// shortIDs abbreviates instance IDs as the timeline does.
+func (m *model) shortIDs(ids []string) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = id
+		if k, ok := m.instIdx[id]; ok {
+			out[i] = m.insts[k].short
+		}
+	}
+	return out
+}
+
 // params lists the scenario's parameters.
 func params(m *model) []kv {
 	mt := m.meta
 	out := []kv{
 		{"scenario", mt.Scenario}, {"system", mt.System}, {"kind", mt.Kind}, {"backend", mt.Backend},
 		{"seed", fmt.Sprint(mt.Seed)}, {"time scale", fmt.Sprint(mt.TimeScale)},
-		{"instances × endpoints", fmt.Sprintf("%d × %d", mt.Instances, mt.Endpoints)},
+		fleetParam(m),
 		{"lease TTL", fmtDur(mt.LeaseTTL)}, {"failover bound", fmtDur(mt.FailoverBound)},
-		{"poll interval", fmtDur(mt.PollInterval)}, {"fencing", fmt.Sprint(mt.Fencing)},
+		{"poll interval", fmtDur(mt.PollInterval)}, {"fencing", map[bool]string{true: "used: the resource refuses stale tokens", false: "not used"}[mt.Fencing]},
 		{"duration", fmtDur(m.dur)},
 		{"events", fmt.Sprintf("%d (%d operations, %d polls, %d refused by fencing)", len(m.ev), m.rep.Ops, m.rep.Polls, m.rep.Refused)},
 		{"assumptions", assumptionsText(mt.Assumptions)},
@@ -197,6 +334,14 @@ func params(m *model) []kv {
 		out = append(out, kv{"steady windows", strings.Join(ws, ", ")})
 	}
 	return out
+}
+
+// fleetParam is the size of the fleet in the run's words.
+func fleetParam(m *model) kv {
+	if m.election() {
+		return kv{"candidates", fmt.Sprintf("%d, for %s", m.meta.Instances, plural(max(m.meta.Endpoints, 1), "role", "roles"))}
+	}
+	return kv{"instances × endpoints", fmt.Sprintf("%d × %d", m.meta.Instances, m.meta.Endpoints)}
 }
 
 // assumptionsText states the system's assumptions as the history records them.

@@ -30,15 +30,21 @@ func renderRunMarkdown(w io.Writer, m *model) error {
 		icon, verdict = "✅", "passed"
 	}
 	fmt.Fprintf(&b, "### %s %s: %s\n\n", icon, mdCell(mt.Scenario, 80), verdict)
-	fmt.Fprintf(&b, "system `%s` · seed `%d` · %d instances × %d endpoints · %s at time scale %v · %s\n\n",
-		mdCell(mt.System, 60), mt.Seed, mt.Instances, mt.Endpoints, fmtDur(m.dur), mt.TimeScale, mdCell(mt.Backend, 60))
+	fmt.Fprintf(&b, "%s\n\n", mdCell(subline(m), 300))
 	if mt.Interrupted {
 		b.WriteString("> **Interrupted:** the history is partial.\n\n")
+	}
+	if len(m.diag) > 0 && !m.passed {
+		b.WriteString("**Diagnosis:**\n\n")
+		for _, g := range m.diag {
+			fmt.Fprintf(&b, "- **%s** (%s): %s\n", mdCell(g.title, 60), plural(len(g.viols)+g.extra, "violation", "violations"), mdCell(g.text, 1200))
+		}
+		b.WriteString("\n")
 	}
 	b.WriteString("| invariant | verdict | violations | caught (safe) | reason |\n|---|---|---:|---:|---|\n")
 	for _, r := range m.results {
 		fmt.Fprintf(&b, "| %s | %s %s | %d | %d | %s |\n", r.res.Invariant, r.st.icon(), r.st.label(),
-			len(r.res.Violations)+r.res.Truncated, r.res.CaughtCount(), mdCell(r.res.Message, 160))
+			len(r.res.Violations)+r.res.Truncated, r.res.CaughtCount(), mdCell(m.humanize(r.res.Message), 160))
 	}
 	b.WriteString("\n")
 	if m.rep.Refused > 0 {
@@ -64,7 +70,7 @@ func renderRunMarkdown(w io.Writer, m *model) error {
 				fmt.Fprintf(&b, "- … %d more in report.html\n", len(m.viols)-i)
 				break
 			}
-			fmt.Fprintf(&b, "- %s\n", mdCell(violTip(v), 240))
+			fmt.Fprintf(&b, "- %s\n", mdCell(m.humanize(violTip(v)), 240))
 		}
 		if t := m.truncated(); t > 0 {
 			fmt.Fprintf(&b, "- (%d more counted, not listed)\n", t)

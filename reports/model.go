@@ -38,12 +38,14 @@ type model struct {
 	viols   []violInfo
 	caught  []violInfo // safe findings: caught outside the system's assumptions
 	groups  []foGroup
+	diag    []diagGroup // violations grouped by likely cause
 }
 
 // span is an interval during which instance inst held (believed it held) an endpoint.
 type span struct {
 	inst     int
 	from, to time.Duration
+	token    uint64 // the holding's fencing token (an election's term), 0 when unknown
 }
 
 // instInfo is one instance of the fleet.
@@ -107,6 +109,8 @@ type violInfo struct {
 	st        status
 	v         checker.Violation
 	ep        int // endpoint index, -1 when the violation concerns no known endpoint
+	off       int // the instance it blames (see offender), -1 for none
+	group     int // index into model.diag (violations only)
 }
 
 // id is the violation's anchor and caption; caught findings are C1, C2, ...
@@ -152,6 +156,7 @@ func buildModel(r Run) *model {
 	m.buildFaults()
 	m.buildResults()
 	m.buildFailoverGroups()
+	m.buildDiagnosis()
 	return m
 }
 
@@ -269,11 +274,12 @@ func (m *model) buildHoldings() {
 	m.held = make([][]span, len(m.eps))
 	type key struct{ ep, inst int }
 	open := map[key]time.Duration{}
+	tok := map[key]uint64{}
 	hasBelief := make([]bool, len(m.eps))
 	closeAll := func(inst int, at time.Duration) {
 		for k, from := range open {
 			if k.inst == inst {
-				m.held[k.ep] = append(m.held[k.ep], span{inst: inst, from: from, to: at})
+				m.held[k.ep] = append(m.held[k.ep], span{inst: inst, from: from, to: at, token: tok[k]})
 				delete(open, k)
 			}
 		}
@@ -286,9 +292,9 @@ func (m *model) buildHoldings() {
 			hasBelief[k.ep] = true
 			from, isOpen := open[k]
 			if e.Belief.Held && !isOpen {
-				open[k] = e.At
+				open[k], tok[k] = e.At, e.Belief.Token
 			} else if !e.Belief.Held && isOpen {
-				m.held[k.ep] = append(m.held[k.ep], span{inst: k.inst, from: from, to: e.At})
+				m.held[k.ep] = append(m.held[k.ep], span{inst: k.inst, from: from, to: e.At, token: tok[k]})
 				delete(open, k)
 			}
 		case e.Lifecycle != nil && e.Instance != "" &&
@@ -297,7 +303,7 @@ func (m *model) buildHoldings() {
 		}
 	}
 	for k, from := range open {
-		m.held[k.ep] = append(m.held[k.ep], span{inst: k.inst, from: from, to: m.dur})
+		m.held[k.ep] = append(m.held[k.ep], span{inst: k.inst, from: from, to: m.dur, token: tok[k]})
 	}
 	gap := 2 * m.meta.PollInterval
 	if gap <= 0 {
@@ -379,10 +385,12 @@ func (m *model) buildResults() {
 		st := statusOf(res, m.expected)
 		m.results = append(m.results, resultView{res: res, st: st})
 		for _, v := range res.Violations {
-			m.viols = append(m.viols, violInfo{n: len(m.viols) + 1, invariant: res.Invariant, st: st, v: v, ep: m.epOf(v)})
+			m.viols = append(m.viols, violInfo{n: len(m.viols) + 1, invariant: res.Invariant, st: st, v: v, ep: m.epOf(v),
+				off: m.offender(v, res.Invariant)})
 		}
 		for _, v := range res.Caught {
-			m.caught = append(m.caught, violInfo{n: len(m.caught) + 1, invariant: res.Invariant, st: stCaught, v: v, ep: m.epOf(v)})
+			m.caught = append(m.caught, violInfo{n: len(m.caught) + 1, invariant: res.Invariant, st: stCaught, v: v, ep: m.epOf(v),
+				off: m.offender(v, res.Invariant)})
 		}
 	}
 }

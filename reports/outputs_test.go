@@ -108,7 +108,7 @@ func TestSummaryMarkdown(t *testing.T) {
 	require.Contains(t, md, "```sh\n"+r.History.Meta.Command+"\n```")
 	require.Contains(t, md, "**Failover:** 32 takeovers after 3 faults")
 	require.Contains(t, md, "| f1 crash |")
-	require.Contains(t, md, "- V3 balance at 2.000s: a held 3")
+	require.Contains(t, md, "- V3 balance at 2s: a held 3")
 	require.Contains(t, md, "- (2 more counted, not listed)")
 }
 

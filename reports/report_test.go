@@ -16,6 +16,19 @@ import (
 	"github.com/tenurelabs/tenure/history"
 )
 
+// marked counts the violations marked in a chart: diamonds of the given class plus what each density
+// band stands for.
+func marked(n *node, class string) int {
+	total := len(n.byClass(class))
+	for _, b := range n.byClass("vband") {
+		var k int
+		if _, err := fmt.Sscan(b.attrs["data-count"], &k); err == nil {
+			total += k
+		}
+	}
+	return total
+}
+
 // writeRun writes r into a fresh directory and returns it.
 func writeRun(t *testing.T, r Run) string {
 	t.Helper()
@@ -74,7 +87,7 @@ func checkReportPage(t *testing.T, dir string, r Run) *node {
 	for i, res := range r.Report.Results {
 		require.Equal(t, res.Invariant, rows[i].attrs["data-invariant"])
 		require.True(t, rows[i].hasClass(statusOf(res, r.expected()).class()), "row %s", res.Invariant)
-		require.Contains(t, rows[i].text.String(), res.Message)
+		require.Contains(t, rows[i].text.String(), m.humanize(res.Message))
 	}
 
 	// The overview: one row per instance, one row per endpoint (or group), one shade per fault, and
@@ -101,8 +114,8 @@ func checkReportPage(t *testing.T, dir string, r Run) *node {
 	} else {
 		require.LessOrEqual(t, len(ov.byClass("fault-label")), faults)
 	}
-	require.Len(t, ov.byClass("vmark"), len(viols))
-	require.Len(t, page.byClass("vmark"), len(viols), "markers outside the overview")
+	require.Equal(t, len(viols), marked(ov, "vmark"), "every violation is marked once in the overview")
+	require.Len(t, page.byClass("vmark"), len(ov.byClass("vmark")), "markers outside the overview")
 
 	// Detail: only when the fleet is large; markers for the violations on the endpoints it shows.
 	if det := page.svg("detail"); det != nil {
@@ -122,7 +135,7 @@ func checkReportPage(t *testing.T, dir string, r Run) *node {
 				want++
 			}
 		}
-		require.Len(t, det.byClass("vmark-detail"), want)
+		require.Equal(t, want, marked(det, "vmark-detail"))
 		require.Len(t, det.byClass("fault"), faults)
 		takeovers := 0
 		for _, f := range r.Report.Failovers {
@@ -156,14 +169,27 @@ func checkReportPage(t *testing.T, dir string, r Run) *node {
 		require.Len(t, ops.byClass("fault"), faults)
 	}
 
-	// Each violation: a section with its excerpt, the named events highlighted, and a zoomed timeline.
-	sections := page.byClass("viol")
-	require.Len(t, sections, len(viols))
+	// The diagnosis names every group; each violation has a card (the first few of its group, with its
+	// excerpt and a zoomed timeline) or a row in its group's table.
+	if len(viols) > 0 && !r.Passed {
+		diag := page.byID("diagnosis")
+		require.NotNil(t, diag)
+		require.Len(t, diag.byName("li"), len(m.diag))
+	} else {
+		require.Nil(t, page.byID("diagnosis"))
+	}
+	require.Len(t, page.byClass("vgroup"), len(m.diag))
+	cards := 0
 	zooms := 0
 	for i, v := range viols {
 		s := page.byID(fmt.Sprintf("V%d", i+1))
 		require.NotNil(t, s, "V%d", i+1)
-		require.Contains(t, s.text.String(), v.Message)
+		require.Contains(t, s.text.String(), m.humanize(v.Message))
+		if !s.hasClass("viol") {
+			require.True(t, s.hasClass("viol-row"), "V%d is a card or a row", i+1)
+			continue
+		}
+		cards++
 		named, drawn := 0, 0 // named events found; those of them the zoom draws (polls and operations on the endpoint)
 		for _, seq := range v.Events {
 			if k, ok := m.bySeq[seq]; ok {
@@ -173,18 +199,19 @@ func checkReportPage(t *testing.T, dir string, r Run) *node {
 				}
 			}
 		}
-		if i >= maxExcerpts {
-			require.Empty(t, s.byClass("excerpt"))
-			continue
-		}
 		require.Len(t, s.byClass("named"), named, "V%d excerpt", i+1)
-		if v.Endpoint != "" && i < maxZooms {
+		if v.Endpoint != "" && cards <= maxZooms {
 			z := s.svg("zoom")
 			require.NotNil(t, z, "V%d zoom", i+1)
 			require.Len(t, z.byClass("vmark-zoom"), 1)
 			require.Len(t, z.byClass("hl"), drawn)
 			zooms++
 		}
+	}
+	require.Len(t, page.byClass("viol"), cards)
+	require.LessOrEqual(t, cards, min(maxExcerpts, maxCardsPerGroup*len(m.diag)))
+	if len(viols) > 0 {
+		require.Positive(t, cards)
 	}
 	require.Len(t, page.svgs("zoom"), zooms)
 	return page

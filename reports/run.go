@@ -61,12 +61,12 @@ func WriteRun(dir string, r Run) error {
 	}
 	var errs []error
 	linOK := false
+	m := buildModel(r)
 	if r.Linearizability != nil {
-		err := writeLinearizability(filepath.Join(dir, FileLinearizability), r.Linearizability)
+		err := writeLinearizability(filepath.Join(dir, FileLinearizability), r.Linearizability, m)
 		errs = append(errs, err)
 		linOK = true // the file exists either way: the page or the error page
 	}
-	m := buildModel(r)
 	errs = append(errs,
 		writeFileWith(filepath.Join(dir, FileReport), func(w io.Writer) error { return renderRunHTML(w, m, linOK) }),
 		writeFileWith(filepath.Join(dir, FileSummary), func(w io.Writer) error { return renderRunMarkdown(w, m) }),
@@ -96,10 +96,16 @@ func ReadRun(dir string) (Run, error) {
 	return Run{History: h, Report: res.Report, Passed: res.Passed, Expected: res.Expected}, nil
 }
 
-// writeLinearizability writes the visualization, replacing it with an explanatory page if fn fails.
-func writeLinearizability(path string, fn func(io.Writer) error) error {
+// writeLinearizability writes the visualization with its context (decorateLinearizability), replacing it
+// with an explanatory page if fn fails.
+func writeLinearizability(path string, fn func(io.Writer) error, m *model) error {
 	var buf bytes.Buffer
 	ferr := fn(&buf)
+	if ferr == nil {
+		b := decorateLinearizability(buf.Bytes(), m)
+		buf.Reset()
+		buf.Write(b)
+	}
 	if ferr != nil {
 		buf.Reset()
 		fmt.Fprintf(&buf, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"/><title>linearizability</title></head>"+

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/tenurelabs/tenure/checker"
@@ -50,7 +51,9 @@ type suiteCell struct{ Text, Class, Tip string }
 
 type suiteRow struct {
 	Scenario, System, Seed, Verdict, Class, Report, Summary, Failover, Duration, Command string
+	Started, Backend                                                                     string
 	Cells                                                                                []suiteCell
+	passed                                                                               bool
 }
 
 type suitePage struct {
@@ -99,6 +102,17 @@ func WriteSuite(dir, suite string, runs []SuiteEntry) error {
 		}
 		jruns = append(jruns, junitRunOf(r.Meta, r.Report, r.Meta.Expect))
 	}
+	// Failures first; otherwise in the order the runs were given.
+	slices.SortStableFunc(p.Rows, func(a, b suiteRow) int {
+		switch {
+		case a.passed == b.passed:
+			return 0
+		case !a.passed:
+			return -1
+		default:
+			return 1
+		}
+	})
 	p.Verdict, p.VerdictClass = "PASSED", "pass"
 	if p.Passed < p.Total {
 		p.Verdict, p.VerdictClass = "FAILED", "violated"
@@ -116,10 +130,17 @@ func suiteRowOf(r SuiteEntry, cols []string) suiteRow {
 	row := suiteRow{
 		Scenario: mt.Scenario, System: mt.System, Seed: fmt.Sprint(mt.Seed), Report: r.link(FileReport),
 		Summary: r.link(FileSummary), Duration: fmtDur(mt.Duration), Command: mt.Command,
+		Backend: backendShort(mt.Backend), passed: r.Passed,
+	}
+	if !mt.StartedAt.IsZero() {
+		row.Started = mt.StartedAt.UTC().Format("2006-01-02 15:04")
 	}
 	row.Verdict, row.Class = "failed", "violated"
 	if r.Passed {
 		row.Verdict, row.Class = "passed", "pass"
+	}
+	if mt.Interrupted {
+		row.Verdict = "interrupted"
 	}
 	for _, inv := range cols {
 		cell := suiteCell{Text: "·", Class: "skipped", Tip: "not checked"}

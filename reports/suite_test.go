@@ -39,7 +39,9 @@ func TestWriteSuite(t *testing.T) {
 	require.Equal(t, "FAILED", strings.TrimSpace(page.byID("verdict").text.String()))
 	rows := page.byClass("run")
 	require.Len(t, rows, 3)
-	for i, row := range rows {
+	order := []int{2, 0, 1} // failures first, then in the given order
+	for k, row := range rows {
+		i := order[k]
 		links := row.byName("a")
 		require.NotEmpty(t, links)
 		href := links[0].attrs["href"]
@@ -49,9 +51,9 @@ func TestWriteSuite(t *testing.T) {
 		cells := row.all(func(n *node) bool { return n.name == "td" && n.attrs["title"] != "" })
 		require.Len(t, cells, len(entries[i].Report.Results))
 	}
-	require.True(t, rows[0].hasClass("pass"))
-	require.True(t, rows[1].hasClass("pass"), "an expected violation passes")
-	require.True(t, rows[2].hasClass("violated"))
+	require.True(t, rows[0].hasClass("violated"))
+	require.True(t, rows[1].hasClass("pass"))
+	require.True(t, rows[2].hasClass("pass"), "an expected violation passes")
 
 	md := string(mustRead(t, filepath.Join(root, FileSummary)))
 	require.Contains(t, md, "### ❌ suite ci: 2 of 3 scenarios passed")

@@ -1,7 +1,9 @@
 package reports
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -64,7 +66,7 @@ func renderOverview(m *model) string {
 	shadeTop := y
 
 	// Fleet rows.
-	body.text(8, y+10, `class="section"`, "instances")
+	body.text(8, y+10, `class="section"`, map[bool]string{false: "instances", true: "candidates"}[m.election()])
 	y += 14
 	for k := range m.insts {
 		drawInstanceRow(&body, m, a, k, y)
@@ -83,15 +85,13 @@ func renderOverview(m *model) string {
 		body.raw(`<g class="run-row">`)
 		body.text(gutterLeft-6, y+9, `class="rowlabel" text-anchor="end"`, "run-wide")
 		body.rect(a.x0, y, a.w, 12, `class="row-bg"`)
-		for _, v := range runWide {
-			body.diamond(a.x(v.v.At), y+6, 6, "vmark", v.id(), violTip(v))
-		}
+		markViolations(&body, m, a, runWide, y+6, 6, "vmark", true)
 		body.raw(`</g>`)
 		y += 18
 	}
 
 	// Endpoints.
-	body.text(8, y+10, `class="section"`, fmt.Sprintf("endpoints (%d)", len(m.eps)))
+	body.text(8, y+10, `class="section"`, fmt.Sprintf("%ss (%d)", m.epWord(), len(m.eps)))
 	y += 14
 	if len(m.eps) <= smallFleetEndpoints {
 		all := make([]int, len(m.eps))
@@ -210,15 +210,11 @@ func drawCompactRows(c *canvas, m *model, a timeAxis, y float64) float64 {
 		for si, ep := range r.eps {
 			drawHoldingStrip(c, m, a, ep, y+float64(si)*stripe, stripe, len(r.eps) == 1)
 		}
+		var vs []violInfo
 		for _, ep := range r.eps {
-			for _, v := range byEp[ep] {
-				x := a.x(v.v.At)
-				c.diamond(x, y+(rowH-1)/2, max(rowH*0.6, 5), "vmark", v.id(), violTip(v))
-				if len(m.viols) <= 12 {
-					c.text(x+7, y+rowH-1, `class="vlabel"`, v.id())
-				}
-			}
+			vs = append(vs, byEp[ep]...)
 		}
+		markViolations(c, m, a, vs, y+(rowH-1)/2, max(rowH*0.6, 5), "vmark", len(m.viols) <= 12)
 		c.raw("</g>")
 		y += rowH
 	}
@@ -306,4 +302,40 @@ func violTip(v violInfo) string {
 		s += " (" + strings.Join(v.v.Instances, ", ") + ")"
 	}
 	return s + ": " + oneLine(v.v.Message, 200)
+}
+
+// markViolations marks violations on one row at height y: a diamond (class) for a violation that stands
+// alone, a density band (class "vband", data-count the violations it stands for) for a run of violations
+// closer than two poll intervals (or a few pixels) to each other, so every violation is marked however
+// many there are. With label set, lone diamonds carry their ID.
+func markViolations(c *canvas, m *model, a timeAxis, vs []violInfo, y, r float64, class string, label bool) {
+	if len(vs) == 0 {
+		return
+	}
+	vs = slices.Clone(vs)
+	slices.SortStableFunc(vs, func(p, q violInfo) int { return cmp.Compare(p.v.At, q.v.At) })
+	gap := max(6, a.x(a.from+2*m.meta.PollInterval)-a.x0)
+	flush := func(run []violInfo) {
+		if len(run) == 1 {
+			v := run[0]
+			x := a.x(v.v.At)
+			c.diamond(x, y, r, class, v.id(), violTip(v))
+			if label {
+				c.text(x+r+2, y+4, `class="vlabel"`, v.id())
+			}
+			return
+		}
+		x1, x2 := a.x(run[0].v.At), a.x(run[len(run)-1].v.At)
+		tip := fmt.Sprintf("%d violations %s (%s to %s); the first: %s", len(run), m.whenText(run[0].v.At, run[len(run)-1].v.At),
+			run[0].id(), run[len(run)-1].id(), violTip(run[0]))
+		fmt.Fprintf(&c.b, `<a href="#%s"><rect class="vband" data-count="%d" x="%s" y="%s" width="%s" height="%s" rx="2"><title>%s</title></rect></a>`,
+			run[0].id(), len(run), num(x1-r/2), num(y-r*0.55), num(x2-x1+r), num(r*1.1), esc(tip))
+	}
+	start := 0
+	for i := 1; i <= len(vs); i++ {
+		if i == len(vs) || a.x(vs[i].v.At)-a.x(vs[i-1].v.At) > gap {
+			flush(vs[start:i])
+			start = i
+		}
+	}
 }

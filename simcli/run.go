@@ -513,6 +513,7 @@ func runOne(ctx context.Context, j job, quiet bool, stdout, stderr io.Writer) (s
 // judge checks a history and writes every report file into dir.
 func judge(dir string, h history.History) (summaryRow, reports.SuiteEntry, error) {
 	opts := checker.DefaultOptions()
+	opts.MaxViolations = reports.MaxListedViolations // the report marks and counts every violation
 	rep := checker.Check(h, opts)
 	passed := reports.Judge(rep, h.Meta.Expect)
 	if err := writeReports(dir, h, rep, passed, opts); err != nil {

@@ -101,7 +101,7 @@ func printSummary(w io.Writer, rows []summaryRow) {
 	for _, inv := range invariantOrder {
 		fmt.Fprintf(tw, "\t%s", inv)
 	}
-	fmt.Fprint(tw, "\trefused\tfailover\n")
+	fmt.Fprint(tw, "\trefused\ttakeover p50 / max (bound)\n") // "failover" is already the invariant's column
 	pass := 0
 	for _, r := range rows {
 		if r.passed {
