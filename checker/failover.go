@@ -62,7 +62,9 @@ func isolating(f *history.Fault) bool {
 // Meta.FailoverBound; for a fault that isolates every live instance (an outage) there is no survivor,
 // and the latency is measured from the fault's end instead; a pause is measured from its target's "paused"
 // event, when it took hold; an endpoint never polled again is a violation once the run outlived the bound.
-// Endpoints paused or removed before the takeover are not measured.
+// Endpoints paused or removed before the takeover are not measured. A graceful stop's takeovers are
+// held to Meta.HandoffBound instead when the scenario sets one: a stop that releases hands over in
+// milliseconds, one that leaves its leases to expire a lease TTL later.
 //
 // Scale changes (lifecycle started/stopped) are judged by missed-poll windows: for each endpoint polled
 // before the change, every gap between successive poll starts that overlaps [change, change+bound] must
@@ -98,6 +100,10 @@ func checkFailover(idx *index, opts Options) (Result, []Failover) {
 		// the "paused" event, and that is where the clock starts.
 		if at, ok := idx.pausedAt(targets, fe.At, faultEnd); ok {
 			start = at
+		}
+		bound, boundName := bound, "bound"
+		if graceful(f) && idx.meta.HandoffBound > 0 {
+			bound, boundName = idx.meta.HandoffBound, "handoff bound"
 		}
 		for _, ep := range idx.pollEndpoints() {
 			polls := idx.polls[ep]
@@ -136,14 +142,14 @@ func checkFailover(idx *index, opts Options) (Result, []Failover) {
 				if fo.Latency > bound {
 					c.add(Violation{At: fe.At, Endpoint: ep, Instances: []string{from.Instance, to.Instance},
 						Events: []int64{fe.Seq, from.Seq, to.Seq},
-						Message: fmt.Sprintf("%s on %s: %s was taken over by %s after %v, over the bound %v",
-							f.Name, strings.Join(f.Targets, ","), ep, to.Instance, fo.Latency, bound)})
+						Message: fmt.Sprintf("%s on %s: %s was taken over by %s after %v, over the %s %v",
+							f.Name, strings.Join(f.Targets, ","), ep, to.Instance, fo.Latency, boundName, bound)})
 				}
 			case idx.end-start >= bound:
 				c.add(Violation{At: fe.At, Endpoint: ep, Instances: []string{from.Instance},
 					Events: []int64{fe.Seq, from.Seq},
-					Message: fmt.Sprintf("%s on %s: %s, last polled by %s at %v, was never polled again by a live instance (run ended at %v, bound %v)",
-						f.Name, strings.Join(f.Targets, ","), ep, from.Instance, from.At, idx.end, bound)})
+					Message: fmt.Sprintf("%s on %s: %s, last polled by %s at %v, was never polled again by a live instance (run ended at %v, %s %v)",
+						f.Name, strings.Join(f.Targets, ","), ep, from.Instance, from.At, idx.end, boundName, bound)})
 			default:
 				unmeasured++
 			}
@@ -163,15 +169,22 @@ func checkFailover(idx *index, opts Options) (Result, []Failover) {
 		slices.Sort(lat)
 		summary += fmt.Sprintf(" (p50 %v, max %v)", percentile(lat, 50), lat[len(lat)-1])
 	}
-	summary += fmt.Sprintf(" against the bound %v%s; %d scale changes checked for missed polls", bound, boundNote(idx.meta), gaps)
+	summary += fmt.Sprintf(" against the bound %v%s", bound, boundNote(idx.meta))
+	if hb := idx.meta.HandoffBound; hb > 0 {
+		summary += fmt.Sprintf(", and the handoff bound %v for graceful stops (this scenario's own)", hb)
+	}
+	summary += fmt.Sprintf("; %d scale changes checked for missed polls", gaps)
 	if unmeasured > 0 {
 		summary += fmt.Sprintf("; %d takeovers not measured because the run ended within the bound", unmeasured)
 	}
 	return c.result(InvFailover, opts.MaxViolations,
 		summary+": all within the bound",
-		fmt.Sprintf("%d endpoints went unpolled longer than the bound %v after a fault or scale change; %s",
-			len(c.list), bound, summary)), out
+		fmt.Sprintf("%d endpoints went unpolled longer than their bound after a fault or scale change; %s",
+			len(c.list), summary)), out
 }
+
+// graceful reports whether f is a graceful stop, whose handoff Meta.HandoffBound bounds when set.
+func graceful(f *history.Fault) bool { return f.Name == "stop" && f.Removes }
 
 // boundNote says, when the history's bound is not the specification's, what the specification's is, so
 // that a scenario with a bound of its own is read beside the specification.

@@ -222,3 +222,34 @@ func TestScaleGapCountedFromRemovingFault(t *testing.T) {
 	require.Equal(t, "e2", r.Violations[0].Endpoint)
 	require.Contains(t, r.Violations[0].Message, "e2 not polled for 5.1s (from 5.5s to 10.6s, counted from the fault")
 }
+
+// A graceful stop is held to the history's handoff bound when it has one; a crash, in the same history,
+// still to the failover bound.
+func TestHandoffBound(t *testing.T) {
+	s := time.Second
+	stop := func(name string, at time.Duration) *builder {
+		b := crashBase().fault("f1", name, 5*s+ms(500), 5*s+ms(500), true, false, "a").
+			life("a", history.LifeStopped, 5*s+ms(500)).
+			polls("b", "e1", at, 20*s, s, 2)
+		b.meta.HandoffBound = 200 * time.Millisecond
+		return b
+	}
+	tests := []struct {
+		name    string
+		b       *builder
+		outcome Outcome
+		msg     string
+	}{
+		{"stop handed over in milliseconds", stop("stop", 5*s+ms(520)), Pass, "handoff bound 200ms for graceful stops"},
+		{"stop left to expire", stop("stop", 8*s+ms(500)), Violated, "after 3s, over the handoff bound 200ms"},
+		{"crash judged by the failover bound", stop("crash", 8*s+ms(500)), Pass, "against the bound 5s"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rep := Check(tc.b.build(), DefaultOptions())
+			r := resultOf(t, rep, InvFailover)
+			require.Equal(t, tc.outcome, r.Outcome, r.Message)
+			require.Contains(t, allText(r), tc.msg)
+		})
+	}
+}

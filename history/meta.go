@@ -29,6 +29,10 @@ type Meta struct {
 	// FailoverBound is the longest acceptable time from a fault to the next poll of an affected endpoint
 	// by a live instance, at this time scale.
 	FailoverBound time.Duration `json:"failover_bound"`
+	// HandoffBound, when set, is the longest acceptable time from a graceful stop to the first poll of
+	// each endpoint the stopped instance held by its next owner, at this time scale; zero judges a
+	// graceful stop by FailoverBound, as a crash.
+	HandoffBound time.Duration `json:"handoff_bound,omitempty"`
 	// PollInterval is how often a holder polls each endpoint it holds, at this time scale.
 	PollInterval time.Duration `json:"poll_interval"`
 	// DiscoveryInterval is how often, at most, the system is told to look for new, paused and removed

@@ -300,6 +300,9 @@ func (m *Manager) Stop(ctx context.Context) error {
 		m.mu.Unlock()
 		return ErrNotRunning
 	case stateStarting:
+		if m.mut.Has(mutation.StopDuringStartUnguarded) {
+			break // the running path, as before Start and Stop were guarded
+		}
 		m.state = stateStopping
 		m.mu.Unlock()
 		m.runCancel(ErrReleased)
@@ -310,6 +313,10 @@ func (m *Manager) Stop(ctx context.Context) error {
 		m.mu.Unlock()
 		return m.cleanup(ctx, nil, 0)
 	case stateDone:
+		if m.crashed && m.mut.Has(mutation.StopAfterCancelAbandons) {
+			m.mu.Unlock()
+			return errors.Join(ErrNotRunning, context.Cause(m.runCtx))
+		}
 		if !m.crashed || m.cleaned {
 			m.mu.Unlock()
 			return ErrNotRunning
@@ -337,6 +344,9 @@ func (m *Manager) Stop(ctx context.Context) error {
 	select {
 	case <-done:
 	case <-m.runCtx.Done(): // Start's context ended (the crash watcher may not have run yet)
+		if m.mut.Has(mutation.StopAfterCancelAbandons) {
+			break
+		}
 		m.mu.Lock()
 		m.crashed = true
 		m.dropLocked()
@@ -351,12 +361,15 @@ func (m *Manager) Stop(ctx context.Context) error {
 		m.mu.Unlock()
 		<-done // the poll loops end their holdings (Stopping) and queue them for release
 	}
+	if m.mut.Has(mutation.StopAfterCancelAbandons) && m.runCtx.Err() != nil {
+		return errors.Join(ErrNotRunning, context.Cause(m.runCtx)) // as before the fix: the crash wins
+	}
 	m.mu.Lock()
 	m.state = stateDone
 	m.cleaned = true
 	m.mu.Unlock()
-	if m.unwatch != nil {
-		m.unwatch()
+	if m.unwatch != nil || m.mut.Has(mutation.StopDuringStartUnguarded) {
+		m.unwatch() // nil while Start runs: the mutant panics here, as Stop did before the guard
 	}
 	return m.finish(ctx)
 }
@@ -365,6 +378,21 @@ func (m *Manager) Stop(ctx context.Context) error {
 // heartbeat and tells the fleet. The state is already Done.
 func (m *Manager) finish(ctx context.Context) error {
 	m.polls.Wait()
+	if m.mut.Has(mutation.StopHeartbeatRewrite) {
+		// As before the fix: release and announce while the background loops (the heartbeat's among
+		// them) still run, and only then end them.
+		m.mu.Lock()
+		rel := m.stopRelease
+		m.stopRelease = nil
+		m.mu.Unlock()
+		err := m.cleanup(ctx, rel, len(rel))
+		m.runCancel(ErrReleased)
+		if m.pubsub != nil {
+			_ = m.pubsub.Close()
+		}
+		m.loops.Wait()
+		return err
+	}
 	m.runCancel(ErrReleased)
 	if m.pubsub != nil {
 		_ = m.pubsub.Close()
@@ -379,8 +407,10 @@ func (m *Manager) finish(ctx context.Context) error {
 
 // cleanup deletes the heartbeat, releases rel and announces the stop, bounded by OpTimeout.
 func (m *Manager) cleanup(ctx context.Context, rel []*holding, n int) error {
-	m.hbMu.Lock() // a heartbeat write in flight ends before the delete
-	m.hbMu.Unlock()
+	if !m.mut.Has(mutation.StopHeartbeatRewrite) {
+		m.hbMu.Lock() // a heartbeat write in flight ends before the delete
+		m.hbMu.Unlock()
+	}
 	octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.OpTimeout)
 	defer cancel()
 	err := m.client.Del(octx, m.keys.node(m.id)).Err()
@@ -484,7 +514,7 @@ func (m *Manager) heartbeatTick() {
 	m.hbMu.Lock()
 	defer m.hbMu.Unlock()
 	m.mu.Lock()
-	ok := m.state == stateRunning && (!m.unhealthy || m.mut.Has(mutation.NoLinkHealth))
+	ok := (m.state == stateRunning || m.mut.Has(mutation.StopHeartbeatRewrite)) && (!m.unhealthy || m.mut.Has(mutation.NoLinkHealth))
 	m.mu.Unlock()
 	if !ok {
 		return // the probe loop writes the heartbeat once the link answers again

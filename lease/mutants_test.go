@@ -81,6 +81,11 @@ func TestMutantsRun(t *testing.T) {
 		mutation.PlainRendezvous:      nil,
 		mutation.AcquireNotIdempotent: sends("evalsha:" + mutantAcquireNotIdempotent.Hash()),
 		mutation.TimeoutAsSuccess:     nil,
+		// The lifecycle mutants differ only when Stop comes after Start's context ended, during Start,
+		// or while a heartbeat is due (TestLifecycleMutants, and the scenarios): a plain Stop releases.
+		mutation.StopAfterCancelAbandons:  nil,
+		mutation.StopHeartbeatRewrite:     nil,
+		mutation.StopDuringStartUnguarded: nil,
 	}
 	for n, chk := range cases {
 		t.Run(string(n), func(t *testing.T) {
@@ -131,4 +136,51 @@ func TestAssignPlainIgnoresLoad(t *testing.T) {
 		}
 		require.Equal(t, best, plain[ep], "highest weight wins, whatever the load")
 	}
+}
+
+// The lifecycle mutants bring back what Stop did before its transitions were guarded: after Start's
+// context was cancelled it releases nothing, and during Start it panics.
+func TestLifecycleMutants(t *testing.T) {
+	t.Run(string(mutation.StopAfterCancelAbandons), func(t *testing.T) {
+		t.Parallel()
+		srv := redistest.Start(t)
+		c := newClient(t, srv.Addr())
+		require.NoError(t, MarkEstablished(context.Background(), c, "poll:"))
+		cfg := testConfig()
+		cfg.Targets = StaticTargets{"x", "y"}
+		cfg.Mutations = mutation.Of(mutation.StopAfterCancelAbandons)
+		m := newFleet(t, srv.Addr(), cfg).build("a")
+		sig, cancel := context.WithCancel(context.Background())
+		require.NoError(t, m.Start(sig))
+		require.Eventually(t, func() bool { return len(m.Held()) == 2 }, settle, 10*time.Millisecond)
+		cancel()
+		require.ErrorIs(t, m.Stop(context.Background()), ErrNotRunning)
+		require.EqualValues(t, 2, c.Exists(context.Background(), "poll:lease:x", "poll:lease:y").Val(), "left to expire")
+	})
+	t.Run(string(mutation.StopDuringStartUnguarded), func(t *testing.T) {
+		t.Parallel()
+		srv := redistest.Start(t)
+		cfg := testConfig()
+		cfg.Mutations = mutation.Of(mutation.StopDuringStartUnguarded)
+		g := newGate(func(args []any) bool { return argsHave(args, "load") }) // the first call of Start
+		g.honour = true
+		g.armed.Store(true)
+		m := newFleet(t, srv.Addr(), cfg).buildAt("a", srv.Addr(), g)
+		ctx, cancel := context.WithCancel(context.Background())
+		started := make(chan error, 1)
+		go func() { started <- m.Start(ctx) }()
+		select {
+		case <-g.hit:
+		case <-time.After(settle):
+			t.Fatal("Start never sent its first call")
+		}
+		require.Panics(t, func() { _ = m.Stop(context.Background()) })
+		cancel() // what ends Start now is its own context
+		select {
+		case err := <-started:
+			require.Error(t, err)
+		case <-time.After(settle):
+			t.Fatal("Start did not return after its context ended")
+		}
+	})
 }

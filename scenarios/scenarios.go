@@ -61,9 +61,9 @@ var all = []sim.Scenario{
 		Steady: w(100*s, 130*s), ExpectBalance: true,
 	},
 	{
-		Name: "voluntary-release", Description: "A holder stops gracefully; its leases are released and picked up within milliseconds, not at the next tick.",
+		Name: "voluntary-release", Description: "A holder stops gracefully; its leases are released and picked up within milliseconds, not at the next tick: each endpoint it held is polled by another instance within 2 s (its Stop waits for a poll in flight, at most 1 s, then a few round trips).",
 		Instances: 3, Endpoints: 9, Duration: 110 * s, Steps: chaos.Schedule{{At: 60 * s, Fault: chaos.Stop{Slot: 0}}},
-		Steady: w(90*s, 110*s), ExpectBalance: true,
+		Steady: w(90*s, 110*s), ExpectBalance: true, HandoffBound: 2 * s,
 	},
 	{
 		Name: "crash-failover", Description: "A holder crashes without releasing; survivors poll its endpoints within one lease TTL of the crash (the moment its leases expire), not at their next discovery tick.",

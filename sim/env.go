@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand"
+	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
@@ -43,6 +45,9 @@ type runner struct {
 var (
 	_ chaos.Env     = (*runner)(nil)
 	_ chaos.Staller = (*runner)(nil)
+
+	_ chaos.Signaller    = (*runner)(nil)
+	_ chaos.StartAborter = (*runner)(nil)
 )
 
 // Live implements chaos.Env.
@@ -82,6 +87,106 @@ func (r *runner) remove(in *vinstance) {
 
 // StartInstance implements chaos.Env: a new instance with a fresh ID, its own proxy, client and clock.
 func (r *runner) StartInstance(ctx context.Context) (string, error) {
+	in, ictx, err := r.newInstance()
+	if err != nil {
+		return "", err
+	}
+	// Start's context is the instance's lifetime (cancelling it is a crash), so the caller's ctx is
+	// watched separately: an interrupted run must not wait on a start that hangs.
+	started := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			in.cancel()
+		case <-started:
+		}
+	}()
+	err = protect("Start", func() error { return in.sut.Start(ictx) })
+	close(started)
+	if err == nil && ctx.Err() != nil {
+		err = ctx.Err()
+	}
+	if err != nil {
+		kerr := r.kill(in)
+		r.rec.Add(history.Event{Kind: history.KindLifecycle, At: r.rec.Now(), Instance: in.id, Lifecycle: &history.Lifecycle{Change: history.LifeCrashed}})
+		return "", errors.Join(fmt.Errorf("sim: %s: start instance %s: %w", r.o.System.Name(), in.id, err), kerr)
+	}
+	return in.id, nil
+}
+
+// AbortStart implements chaos.StartAborter: the instance's link is cut before it starts, it is stopped
+// after the given time while its Start retries, then its link is healed and it is watched for one
+// renewal interval plus one call timeout (the longest a retrying start waits between attempts, and the
+// attempt itself) before it is killed.
+func (r *runner) AbortStart(ctx context.Context, after time.Duration) (string, map[string]string, error) {
+	in, ictx, err := r.newInstance()
+	if err != nil {
+		return "", nil, err
+	}
+	notes := map[string]string{}
+	var errs []error
+	finish := func() (string, map[string]string, error) {
+		errs = append(errs, r.kill(in))
+		r.rec.Add(history.Event{Kind: history.KindLifecycle, At: r.rec.Now(), Instance: in.id, Lifecycle: &history.Lifecycle{Change: history.LifeStopped}})
+		return in.id, notes, errors.Join(errs...)
+	}
+	if err := in.link.Partition(); err != nil {
+		errs = append(errs, fmt.Errorf("sim: cut the link of %s: %w", in.id, err))
+		return finish()
+	}
+	started := make(chan error, 1)
+	go func() { started <- protect("Start", func() error { return in.sut.Start(ictx) }) }()
+	select {
+	case err := <-started:
+		errs = append(errs, fmt.Errorf("sim: Start of %s returned after %v while its link was cut, before it was stopped: it should retry until stopped (returned %v)",
+			in.id, r.rec.Now(), err))
+		return finish()
+	case <-ctx.Done():
+		return finish()
+	case <-time.After(after):
+	}
+	serr, perr := r.stop(ctx, in)
+	if serr != nil {
+		notes["stop_error"] = serr.Error()
+	}
+	if perr != nil {
+		errs = append(errs, fmt.Errorf("sim: graceful stop of %s during its start: %w", in.id, perr))
+	}
+	select {
+	case err := <-started:
+		switch {
+		case err == nil:
+			errs = append(errs, fmt.Errorf("sim: Start of %s reported success although it was stopped while its link was cut", in.id))
+		case errors.As(err, new(*panicError)):
+			errs = append(errs, err)
+		default:
+			notes["start_error"] = err.Error()
+		}
+	case <-time.After(r.timing.OpTimeout):
+		errs = append(errs, fmt.Errorf("sim: Start of %s was still running %v after its Stop returned", in.id, r.timing.OpTimeout))
+	}
+	healed := r.rec.Now()
+	if err := in.link.Heal(); err != nil {
+		errs = append(errs, fmt.Errorf("sim: heal the link of %s: %w", in.id, err))
+	}
+	if !sleepCtx(ctx, r.timing.RenewInterval+r.timing.OpTimeout) {
+		return finish()
+	}
+	sent := 0
+	for _, e := range r.rec.Events() {
+		if e.Kind == history.KindOp && e.Instance == in.id && e.At >= healed {
+			sent++
+		}
+	}
+	if sent > 0 {
+		errs = append(errs, fmt.Errorf("sim: %s sent %d backend commands after its Stop returned and its link healed", in.id, sent))
+	}
+	return finish()
+}
+
+// newInstance builds a new instance with a fresh ID, its own proxy, client and clock, adds it to the
+// fleet and records its start; it returns the context to start it with (cancelling it is a crash).
+func (r *runner) newInstance() (*vinstance, context.Context, error) {
 	r.mu.Lock()
 	slot := r.next
 	r.next++
@@ -99,7 +204,7 @@ func (r *runner) StartInstance(ctx context.Context) (string, error) {
 	// seed) follows the run's seed and not the clock in the instance ID.
 	link, err := r.proxies.NewLink(fmt.Sprintf("%sslot-%d", r.linkPrefix, slot), upstream)
 	if err != nil {
-		return "", err
+		return nil, nil, err
 	}
 	if clientAddr == "" {
 		clientAddr = link.Addr()
@@ -132,7 +237,7 @@ func (r *runner) StartInstance(ctx context.Context) (string, error) {
 	if err != nil {
 		_ = in.client.Close()
 		_ = link.Close()
-		return "", fmt.Errorf("sim: %s: new instance: %w", r.o.System.Name(), err)
+		return nil, nil, fmt.Errorf("sim: %s: new instance: %w", r.o.System.Name(), err)
 	}
 	in.sut = sut
 	ictx, cancel := context.WithCancel(context.Background())
@@ -149,27 +254,7 @@ func (r *runner) StartInstance(ctx context.Context) (string, error) {
 	r.live[pos] = in
 	r.mu.Unlock()
 	r.rec.Add(history.Event{Kind: history.KindLifecycle, At: r.rec.Now(), Instance: id, Lifecycle: &history.Lifecycle{Change: history.LifeStarted}})
-	// Start's context is the instance's lifetime (cancelling it is a crash), so the caller's ctx is
-	// watched separately: an interrupted run must not wait on a start that hangs.
-	started := make(chan struct{})
-	go func() {
-		select {
-		case <-ctx.Done():
-			cancel()
-		case <-started:
-		}
-	}()
-	err = sut.Start(ictx)
-	close(started)
-	if err == nil && ctx.Err() != nil {
-		err = ctx.Err()
-	}
-	if err != nil {
-		kerr := r.kill(in)
-		r.rec.Add(history.Event{Kind: history.KindLifecycle, At: r.rec.Now(), Instance: id, Lifecycle: &history.Lifecycle{Change: history.LifeCrashed}})
-		return "", errors.Join(fmt.Errorf("sim: %s: start instance %s: %w", r.o.System.Name(), id, err), kerr)
-	}
-	return id, nil
+	return in, ictx, nil
 }
 
 // instanceSeed mixes the run's seed with a slot number.
@@ -218,25 +303,74 @@ func (r *runner) Stop(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	sctx, cancel := context.WithTimeout(ctx, 2*r.timing.LeaseTTL)
-	defer cancel()
-	// The bound holds even for a system whose Stop ignores its context, or an instance that cannot make
-	// progress (paused, or its calls stalled, which no context frees): past it the instance is killed,
-	// which also wakes whatever it was blocked on.
-	stopped := make(chan error, 1)
-	go func() { stopped <- in.sut.Stop(sctx) }()
-	var serr error
-	select {
-	case serr = <-stopped:
-	case <-sctx.Done():
-		serr = fmt.Errorf("did not stop within %s: %w", 2*r.timing.LeaseTTL, sctx.Err())
-	}
+	serr, perr := r.stop(ctx, in)
 	kerr := r.kill(in)
 	r.rec.Add(history.Event{Kind: history.KindLifecycle, At: r.rec.Now(), Instance: id, Lifecycle: &history.Lifecycle{Change: history.LifeStopped}})
-	if serr != nil {
+	if serr = errors.Join(serr, perr); serr != nil {
 		return errors.Join(fmt.Errorf("sim: graceful stop of %s: %w", id, serr), kerr)
 	}
 	return kerr
+}
+
+// SignalStop implements chaos.Signaller: the instance's start context is cancelled, as
+// signal.NotifyContext does on SIGTERM, with its link left up; then it is stopped gracefully (bounded
+// as Stop is) and killed. Stop's error is the system's answer (stopErr); a panic, or a Stop that does
+// not return within its bound, is the fault's failure (err).
+func (r *runner) SignalStop(ctx context.Context, id string) (stopErr, err error) {
+	in, err := r.find(id)
+	if err != nil {
+		return nil, err
+	}
+	in.cancel()
+	serr, perr := r.stop(ctx, in)
+	kerr := r.kill(in)
+	r.rec.Add(history.Event{Kind: history.KindLifecycle, At: r.rec.Now(), Instance: id, Lifecycle: &history.Lifecycle{Change: history.LifeStopped}})
+	if perr != nil {
+		perr = fmt.Errorf("sim: graceful stop of %s: %w", id, perr)
+	}
+	return serr, errors.Join(perr, kerr)
+}
+
+// stop calls the instance's Stop, bounded by two lease TTLs. The bound holds even for a system whose
+// Stop ignores its context, or an instance that cannot make progress (paused, or its calls stalled,
+// which no context frees): past it the caller kills the instance, which also wakes whatever it was
+// blocked on. It returns Stop's own error (serr) apart from a panic or an overrun (perr).
+func (r *runner) stop(ctx context.Context, in *vinstance) (serr, perr error) {
+	sctx, cancel := context.WithTimeout(ctx, 2*r.timing.LeaseTTL)
+	defer cancel()
+	type outcome struct{ serr, perr error }
+	stopped := make(chan outcome, 1)
+	go func() {
+		var o outcome
+		o.perr = protect("Stop", func() error {
+			o.serr = in.sut.Stop(sctx)
+			return nil
+		})
+		stopped <- o
+	}()
+	select {
+	case o := <-stopped:
+		return o.serr, o.perr
+	case <-sctx.Done():
+		return nil, fmt.Errorf("did not stop within %s: %w", 2*r.timing.LeaseTTL, sctx.Err())
+	}
+}
+
+// panicError is a panic of a system's Start or Stop, caught by protect.
+type panicError struct{ msg string }
+
+func (e *panicError) Error() string { return e.msg }
+
+// protect runs f (a system's Start or Stop), turning a panic into an error that names the call and
+// where it panicked, so that a run reports it instead of dying with it.
+func protect(call string, f func() error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			stack := strings.Split(string(debug.Stack()), "\n")
+			err = &panicError{msg: fmt.Sprintf("%s panicked: %v\n%s", call, p, strings.Join(stack[:min(len(stack), 24)], "\n"))}
+		}
+	}()
+	return f()
 }
 
 // Freeze implements chaos.Env. The pause takes hold at the instance's next poll — after its decision

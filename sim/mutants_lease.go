@@ -24,6 +24,9 @@ var LeaseMutants = []mutation.Name{
 	mutation.PlainRendezvous,
 	mutation.AcquireNotIdempotent,
 	mutation.TimeoutAsSuccess,
+	mutation.StopAfterCancelAbandons,
+	mutation.StopHeartbeatRewrite,
+	mutation.StopDuringStartUnguarded,
 }
 
 func init() {

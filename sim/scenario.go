@@ -47,6 +47,11 @@ type Scenario struct {
 	// documented to take longer. The description must say why; the verdict shows it beside the
 	// specification's.
 	FailoverBound time.Duration
+	// HandoffBound, in spec time, when set, bounds the handoff of every graceful stop (a "stop" fault)
+	// instead of the failover bound: from the stop to each endpoint the stopped instance held being
+	// polled by another. A graceful stop releases at once, so its handoff takes milliseconds; a system
+	// that leaves its leases to expire takes a lease TTL. The description must justify the figure.
+	HandoffBound time.Duration
 	// StartJitter bounds, per seed, how much later than the run's start each instance of the initial
 	// fleet starts, so that their poll and renewal cycles fall at other phases on each seed: zero means
 	// one poll interval, a negative value starts the whole fleet at once.

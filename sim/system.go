@@ -31,6 +31,9 @@ type Instance interface {
 	// also cuts the instance's network before cancelling, so nothing it sends afterwards arrives.
 	Start(ctx context.Context) error
 	// Stop shuts the instance down gracefully: finish in-flight polls, release leases, deregister.
+	// The harness may call it while Start is still running (a start that cannot reach the backend), and
+	// after cancelling Start's context (a signal stop, see chaos.Stop). A panic in Start or Stop is
+	// recovered and fails the fault or start that called it, so the run reports it.
 	Stop(ctx context.Context) error
 }
 

@@ -32,6 +32,11 @@ const (
 	AcquireNotIdempotent Name = "acquire-not-idempotent" // an acquire that finds its own value reports "held by another"
 	TimeoutAsSuccess     Name = "timeout-as-success"     // a renewal that timed out counts as confirmed
 
+	// Lifecycle mutants: the manager's Start and Stop as they were before their transitions were guarded.
+	StopAfterCancelAbandons  Name = "stop-after-cancel-abandons"  // Stop after Start's context ended releases nothing
+	StopHeartbeatRewrite     Name = "stop-heartbeat-rewrite"      // the heartbeat loop may write after Stop deleted the heartbeat
+	StopDuringStartUnguarded Name = "stop-during-start-unguarded" // Stop during Start takes the running path (and panics)
+
 	// Election mutants.
 	ElectionTermUnchecked Name = "election-term-unchecked" // renew compares the instance, not the term
 	ElectionNoCancel      Name = "election-no-cancel"      // the leader context is not cancelled at the deadline
