@@ -1,8 +1,8 @@
 package lease
 
 import (
-	"hash/fnv"
 	"slices"
+	"strings"
 )
 
 // Assign computes the preferred owner of every endpoint among instances: bounded-load rendezvous
@@ -18,9 +18,8 @@ import (
 // The result maps endpoint to instance; it is empty when instances is empty.
 func Assign(instances, endpoints []string) map[string]string {
 	insts := dedupe(instances)
-	eps := dedupe(endpoints)
-	out := make(map[string]string, len(eps))
-	if len(insts) == 0 || len(eps) == 0 {
+	out := make(map[string]string, len(endpoints))
+	if len(insts) == 0 || len(endpoints) == 0 {
 		return out
 	}
 	ih := make([]uint64, len(insts))
@@ -31,8 +30,8 @@ func Assign(instances, endpoints []string) map[string]string {
 		id string
 		h  uint64
 	}
-	order := make([]ep, len(eps))
-	for i, e := range eps {
+	order := make([]ep, len(endpoints))
+	for i, e := range endpoints {
 		order[i] = ep{e, hash64(e)}
 	}
 	slices.SortFunc(order, func(a, b ep) int {
@@ -42,27 +41,40 @@ func Assign(instances, endpoints []string) map[string]string {
 		case a.h > b.h:
 			return 1
 		}
-		return compareStrings(a.id, b.id)
+		return strings.Compare(a.id, b.id)
 	})
+	// Equal IDs have equal hashes, so the sort has made duplicates adjacent.
+	order = slices.CompactFunc(order, func(a, b ep) bool { return a.id == b.id })
 
 	n := len(insts)
-	q, r := len(eps)/n, len(eps)%n
+	q, r := len(order)/n, len(order)%n
 	load := make([]int, n)
 	big := 0 // instances already at q+1
+	// open lists, in instance order, the instances below their cap: those with fewer than q endpoints,
+	// and those with q while fewer than r instances have q+1. Scanning only these (rather than every
+	// instance) keeps the choice the same and saves the work on instances that are full.
+	open := make([]int, n)
+	for i := range open {
+		open[i] = i
+	}
 	for _, e := range order {
 		best, bestScore := -1, uint64(0)
-		for i := range insts {
-			if load[i] > q || (load[i] == q && big >= r) {
-				continue
-			}
-			s := mix64(e.h ^ ih[i])
-			if best < 0 || s > bestScore {
+		for _, i := range open {
+			if s := mix64(e.h ^ ih[i]); best < 0 || s > bestScore {
 				best, bestScore = i, s
 			}
 		}
 		load[best]++
-		if load[best] == q+1 {
+		switch {
+		case load[best] == q+1:
 			big++
+			if big >= r {
+				open = slices.DeleteFunc(open, func(i int) bool { return load[i] >= q })
+			} else {
+				open = slices.DeleteFunc(open, func(i int) bool { return i == best })
+			}
+		case load[best] == q && big >= r:
+			open = slices.DeleteFunc(open, func(i int) bool { return i == best })
 		}
 		out[e.id] = insts[best]
 	}
@@ -75,20 +87,14 @@ func dedupe(in []string) []string {
 	return slices.Compact(out)
 }
 
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
+// hash64 is 64-bit FNV-1a (as hash/fnv's New64a), without allocating.
 func hash64(s string) uint64 {
-	h := fnv.New64a()
-	_, _ = h.Write([]byte(s))
-	return h.Sum64()
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= 1099511628211
+	}
+	return h
 }
 
 // mix64 is the SplitMix64 finaliser: it spreads FNV's weak low bits over the whole word.
