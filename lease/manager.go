@@ -70,6 +70,7 @@ type Manager struct {
 	boot        string               // nonce prefix, from the clock at Start
 	attempts    uint64               // acquire attempts so far (nonce suffix)
 	heldCount   int                  // holdings whose belief has not ended
+	guardUntil  time.Time            // the fresh-dataset guard refuses every grant until then (guard.go)
 
 	runCtx       context.Context
 	runCancel    context.CancelCauseFunc

@@ -120,9 +120,13 @@ func (m *Manager) acquirePass() {
 		}
 	}
 	var want []string
-	for ep := range m.assigned {
-		if s := m.slots[ep]; s == nil || s.state == epFree {
-			want = append(want, ep)
+	// While the fresh-dataset guard is known to refuse every grant, sending acquires would only load
+	// Redis: the takeover alarm is armed for the guard's end (guard.go).
+	if !m.clock.Now().Before(m.guardUntil) {
+		for ep := range m.assigned {
+			if s := m.slots[ep]; s == nil || s.state == epFree {
+				want = append(want, ep)
+			}
 		}
 	}
 	slices.Sort(want)
@@ -149,7 +153,13 @@ func (m *Manager) acquirePass() {
 	m.noteBatch("acquire", calls)
 
 	var refused []string // held by another holding: try again when that lease expires
-	defer func() { m.scheduleTakeover(refused) }()
+	guarded := false     // refused by the fresh-dataset guard: try again when it ends
+	defer func() {
+		if guarded {
+			m.scheduleGuardEnd()
+		}
+		m.scheduleTakeover(refused)
+	}()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.state == stateDone {
@@ -179,6 +189,7 @@ func (m *Manager) acquirePass() {
 			m.metrics.acquireFailed("guard")
 			m.log.Debug("lease: acquire refused: fresh-dataset guard", "instance", m.id, "endpoint", ep, "token", 0)
 			m.freeLocked(ep, s.stale)
+			guarded = true
 		case m.state == stateStopping:
 			// Granted while Stop began: it is ours in Redis, so Stop must release it.
 			s.state = epReleasing
