@@ -100,6 +100,7 @@ type coverage struct {
 	counts    map[string]int // per instance
 	single    int            // endpoints with exactly one believer
 	outside   int            // instances holding fewer than lo or more than hi
+	first     time.Time      // the first grant
 	covered   time.Time
 	balanced  time.Time
 	lastEvent time.Time
@@ -145,6 +146,9 @@ func (c *coverage) observe(e Event) {
 	defer c.mu.Unlock()
 	c.lastEvent = now
 	if d > 0 {
+		if c.acquired == 0 {
+			c.first = now
+		}
 		c.acquired++
 	} else {
 		c.ended++
@@ -182,6 +186,7 @@ type scaleResult struct {
 	cfg              Config
 	guardEnd         time.Time     // end of the fresh-dataset guard, on this process's clock
 	started          time.Duration // when the last Start returned, relative to the guard's end
+	first            time.Duration // the first grant, after the guard's end
 	covered          time.Duration // first moment every endpoint had exactly one holder, after guard end
 	balanced         time.Duration // ... and every instance held floor(E/N) or ceil(E/N)
 	counts           []int         // per instance, from Held(), sorted
@@ -191,6 +196,7 @@ type scaleResult struct {
 	steadyClientPerS float64
 	peakRSS          int64 // VmHWM of this process, bytes
 	redisPeak        int64 // used_memory_peak of the redis-server, bytes
+	grants, ends     int   // acquired events, and released, lost or expired events, up to balance
 	heldRedis        int   // lease keys in Redis naming the holder Held() reports
 }
 
@@ -310,8 +316,10 @@ func runFleetScale(tb testing.TB, p scaleParams) scaleResult {
 	res := scaleResult{
 		params: p, cfg: cfg, guardEnd: guardEnd,
 		started:  started.Sub(guardEnd),
+		first:    cov.first.Sub(guardEnd),
 		covered:  cov.covered.Sub(guardEnd),
 		balanced: cov.balanced.Sub(guardEnd),
+		grants:   cov.acquired, ends: cov.ended,
 	}
 	cov.mu.Unlock()
 	if w := time.Since(guardEnd); w > 0 {
@@ -434,6 +442,7 @@ func (r scaleResult) report(w func(format string, args ...any)) {
 		r.cfg.DiscoveryInterval, p.seed, runtime.GOMAXPROCS(0))
 	w("fresh-dataset guard: Redis starts empty, so the first acquire writes the epoch key and every grant is refused for one lease TTL (%s) on Redis's clock; times below count from that guard's end", r.cfg.LeaseTTL)
 	w("all %d managers started: %s (relative to the guard's end)", p.instances, r.started.Round(time.Millisecond))
+	w("first grant: %s after the guard's end; grants %d, ends of beliefs %d up to balance", r.first.Round(time.Millisecond), r.grants, r.ends)
 	w("full coverage (every endpoint believed held by exactly one instance): %s after the guard", r.covered.Round(time.Millisecond))
 	w("full coverage with exact balance (every instance holds %d or %d): %s after the guard",
 		p.endpoints/p.instances, (p.endpoints+p.instances-1)/p.instances, r.balanced.Round(time.Millisecond))
