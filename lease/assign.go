@@ -26,59 +26,99 @@ func Assign(instances, endpoints []string) map[string]string {
 	for i, id := range insts {
 		ih[i] = mix64(hash64(id))
 	}
-	type ep struct {
-		id string
-		h  uint64
-	}
-	order := make([]ep, len(endpoints))
-	for i, e := range endpoints {
-		order[i] = ep{e, hash64(e)}
-	}
-	slices.SortFunc(order, func(a, b ep) int {
-		switch {
-		case a.h < b.h:
-			return -1
-		case a.h > b.h:
-			return 1
-		}
-		return strings.Compare(a.id, b.id)
-	})
-	// Equal IDs have equal hashes, so the sort has made duplicates adjacent.
-	order = slices.CompactFunc(order, func(a, b ep) bool { return a.id == b.id })
+	order := sortByHash(endpoints)
 
 	n := len(insts)
 	q, r := len(order)/n, len(order)%n
 	load := make([]int, n)
 	big := 0 // instances already at q+1
 	// open lists, in instance order, the instances below their cap: those with fewer than q endpoints,
-	// and those with q while fewer than r instances have q+1. Scanning only these (rather than every
-	// instance) keeps the choice the same and saves the work on instances that are full.
+	// and those with q while fewer than r instances have q+1 (openH holds their hashes). Scanning only
+	// these, rather than every instance, gives the same choice and skips the instances that are full.
 	open := make([]int, n)
+	openH := make([]uint64, n)
 	for i := range open {
-		open[i] = i
+		open[i], openH[i] = i, ih[i]
+	}
+	closeWhere := func(full func(i int) bool) {
+		k := 0
+		for j, i := range open {
+			if !full(i) {
+				open[k], openH[k] = i, openH[j]
+				k++
+			}
+		}
+		open, openH = open[:k], openH[:k]
 	}
 	for _, e := range order {
-		best, bestScore := -1, uint64(0)
-		for _, i := range open {
-			if s := mix64(e.h ^ ih[i]); best < 0 || s > bestScore {
-				best, bestScore = i, s
+		best, bestScore := 0, mix64(e.h^openH[0])
+		for j := 1; j < len(openH); j++ {
+			if s := mix64(e.h ^ openH[j]); s > bestScore {
+				best, bestScore = j, s
 			}
 		}
-		load[best]++
+		b := open[best]
+		load[b]++
 		switch {
-		case load[best] == q+1:
+		case load[b] == q+1:
 			big++
 			if big >= r {
-				open = slices.DeleteFunc(open, func(i int) bool { return load[i] >= q })
+				closeWhere(func(i int) bool { return load[i] >= q })
 			} else {
-				open = slices.DeleteFunc(open, func(i int) bool { return i == best })
+				closeWhere(func(i int) bool { return i == b })
 			}
-		case load[best] == q && big >= r:
-			open = slices.DeleteFunc(open, func(i int) bool { return i == best })
+		case load[b] == q && big >= r:
+			closeWhere(func(i int) bool { return i == b })
 		}
-		out[e.id] = insts[best]
+		out[e.id] = insts[b]
 	}
 	return out
+}
+
+// hashed is an endpoint with its hash.
+type hashed struct {
+	id string
+	h  uint64
+}
+
+// sortByHash returns the distinct endpoints ordered by hash, then by ID: a radix sort on the hash
+// (eight byte-wide passes), then a sort by ID within the rare runs of equal hashes, where duplicates
+// become adjacent and are dropped.
+func sortByHash(endpoints []string) []hashed {
+	a := make([]hashed, len(endpoints))
+	for i, e := range endpoints {
+		a[i] = hashed{e, hash64(e)}
+	}
+	b := make([]hashed, len(a))
+	for shift := uint(0); shift < 64; shift += 8 {
+		var count [257]int
+		for _, x := range a {
+			count[(x.h>>shift)&0xff+1]++
+		}
+		if count[1+(a[0].h>>shift)&0xff] == len(a) {
+			continue // every key has this byte: the pass would change nothing
+		}
+		for i := 1; i < len(count); i++ {
+			count[i] += count[i-1]
+		}
+		for _, x := range a {
+			d := (x.h >> shift) & 0xff
+			b[count[d]] = x
+			count[d]++
+		}
+		a, b = b, a
+	}
+	for i := 0; i < len(a); {
+		j := i + 1
+		for j < len(a) && a[j].h == a[i].h {
+			j++
+		}
+		if j-i > 1 {
+			slices.SortFunc(a[i:j], func(x, y hashed) int { return strings.Compare(x.id, y.id) })
+		}
+		i = j
+	}
+	return slices.CompactFunc(a, func(x, y hashed) bool { return x.id == y.id })
 }
 
 func dedupe(in []string) []string {

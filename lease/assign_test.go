@@ -88,7 +88,7 @@ func TestAssignMovesLittleWhenOneLeaves(t *testing.T) {
 }
 
 func BenchmarkAssign(b *testing.B) {
-	insts, eps := ids("host-1700000000000000000-", 64), make([]string, 100_000)
+	insts, eps := ids("host-1700000000000000000-", 100), make([]string, 100_000)
 	for i := range eps {
 		eps[i] = fmt.Sprintf("session-%06d", i)
 	}
