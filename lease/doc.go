@@ -12,8 +12,8 @@
 // which are only ever read). Each instance computes the same bounded-load rendezvous assignment (see
 // Assign) over the live instances, acquires the endpoints assigned to it, renews all its leases in one
 // pipelined pass per RenewInterval (256 leases per round trip), and polls each held endpoint every
-// PollInterval. A holder that is no longer preferred finishes its in-flight poll, releases, and announces the release on the
-// <prefix>events pub/sub channel so that the preferred instance acquires within milliseconds. A holder
+// PollInterval. A holder that is no longer preferred finishes its in-flight poll, releases, and
+// announces the release on the <prefix>events pub/sub channel so that the preferred instance acquires within milliseconds. A holder
 // that dies announces nothing: the others read when its heartbeat and its leases expire (PTTL) and act
 // at those moments (see Taking over below).
 //

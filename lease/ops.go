@@ -128,8 +128,10 @@ func (m *Manager) acquirePass() {
 	}
 	var want []string
 	// While the fresh-dataset guard is known to refuse every grant, sending acquires would only load
-	// Redis: the takeover alarm is armed for the guard's end (guard.go).
-	if !m.clock.Now().Before(m.guardUntil) {
+	// Redis: the takeover alarm is armed for the guard's end (guard.go), again here in case it fired
+	// earlier for another lease.
+	guardUntil := m.guardUntil
+	if !m.clock.Now().Before(guardUntil) {
 		for ep := range m.assigned {
 			if s := m.slots[ep]; s == nil || s.state == epFree {
 				want = append(want, ep)
@@ -138,6 +140,9 @@ func (m *Manager) acquirePass() {
 	}
 	m.mu.Unlock()
 	if len(want) == 0 {
+		if m.clock.Now().Before(guardUntil) {
+			m.takeover.arm(guardUntil.Add(takeoverSlack))
+		}
 		return
 	}
 	slices.Sort(want)
