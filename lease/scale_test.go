@@ -295,14 +295,32 @@ func runFleetScale(tb testing.TB, p scaleParams) scaleResult {
 	}()
 
 	limit := time.Until(guardEnd) + 2*time.Minute + time.Duration(p.endpoints)*time.Millisecond
-	select {
-	case <-cov.done:
-	case <-time.After(limit):
+	progress := func() string {
 		cov.mu.Lock()
 		single, outside := cov.single, cov.outside
 		cov.mu.Unlock()
-		tb.Fatalf("after %s: %d of %d endpoints held by exactly one instance, %d of %d instances outside [%d, %d]",
-			limit, single, p.endpoints, outside, p.instances, cov.lo, cov.hi)
+		unhealthy := 0
+		for _, m := range ms {
+			if !m.linkHealthy() {
+				unhealthy++
+			}
+		}
+		return fmt.Sprintf("%d of %d endpoints held by exactly one instance, %d of %d instances outside [%d, %d], %d with an unhealthy link",
+			single, p.endpoints, outside, p.instances, cov.lo, cov.hi, unhealthy)
+	}
+	tick := time.NewTicker(5 * time.Second)
+	defer tick.Stop()
+	timeout := time.After(limit)
+wait:
+	for {
+		select {
+		case <-cov.done:
+			break wait
+		case <-tick.C:
+			tb.Logf("%s after the guard's end: %s", time.Since(guardEnd).Round(time.Millisecond), progress())
+		case <-timeout:
+			tb.Fatalf("after %s: %s", limit, progress())
+		}
 	}
 	statsAtBalance, clientAtBalance := redisCommands(admin), cmds.n.Load()
 	<-sampled
