@@ -19,7 +19,8 @@
 //
 // Keys: <prefix>lease:<endpoint> (holding value, TTL LeaseTTL), <prefix>fence:<endpoint> (last
 // fencing token, TTL max(24h, 100*LeaseTTL) from the last grant), <prefix>node:<instance> ("1", TTL
-// HeartbeatTTL), <prefix>epoch ("<end of the fresh-dataset guard in Redis microseconds> <run_id>", no
+// HeartbeatTTL), <prefix>nodes (sorted set of the instance IDs that wrote a heartbeat, each pruned an
+// hour after its last heartbeat expired: see nodeKeys), <prefix>epoch ("<end of the fresh-dataset guard in Redis microseconds> <run_id>", no
 // TTL: one key per prefix). Every key is bounded: endpoints that are gone leave nothing behind for
 // longer than the fence TTL. Scripts documents the Lua conventions. Renew and
 // release touch one key each; acquire also touches the fence counter and the epoch key, which are in

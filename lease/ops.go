@@ -454,8 +454,15 @@ func (m *Manager) opCtxFor(d time.Duration) (context.Context, context.CancelFunc
 	return context.WithTimeout(m.runCtx, max(d, m.cfg.OpTimeout))
 }
 
+// heartbeat writes the node key and the fleet registry entry (scale_fleet.go) in one round trip.
 func (m *Manager) heartbeat(ctx context.Context) error {
-	return m.client.Set(ctx, m.keys.node(m.id), "1", m.cfg.HeartbeatTTL).Err()
+	p := m.client.Pipeline()
+	set := m.heartbeatCmds(ctx, p)
+	_, err := p.Exec(ctx)
+	if err == nil {
+		err = set.Err()
+	}
+	return err
 }
 
 func (m *Manager) loadScripts(ctx context.Context) error {
