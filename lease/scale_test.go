@@ -219,7 +219,7 @@ func (c *cmdCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 // held by exactly one instance with exact balance, and checks that state from every manager's Held()
 // and from the lease keys in Redis. It fails tb when coverage or balance is not reached within the
 // guard plus two minutes plus one second per thousand endpoints, or when Held() and Redis disagree.
-func runFleetScale(tb testing.TB, p scaleParams) scaleResult {
+func runFleetScale(tb testing.TB, p scaleParams, logf func(format string, args ...any)) scaleResult {
 	tb.Helper()
 	ctx := context.Background()
 	srv := redistest.Start(tb)
@@ -317,7 +317,7 @@ wait:
 		case <-cov.done:
 			break wait
 		case <-tick.C:
-			tb.Logf("%s after the guard's end: %s", time.Since(guardEnd).Round(time.Millisecond), progress())
+			logf("%s after the guard's end: %s", time.Since(guardEnd).Round(time.Millisecond), progress())
 		case <-timeout:
 			tb.Fatalf("after %s: %s", limit, progress())
 		}
@@ -478,9 +478,11 @@ func (r scaleResult) report(w func(format string, args ...any)) {
 // the time from the end of the fresh-dataset guard to full coverage with exact balance.
 func BenchmarkFleetScale(b *testing.B) {
 	p := scaleParamsFromEnv(b)
+	// Printed as it happens: a benchmark's own log is shortened.
+	logf := func(format string, args ...any) { fmt.Printf("    "+format+"\n", args...) }
 	for i := 0; i < b.N; i++ {
-		r := runFleetScale(b, p)
-		r.report(b.Logf)
+		r := runFleetScale(b, p, logf)
+		r.report(logf)
 		b.ReportMetric(r.covered.Seconds(), "s-to-coverage")
 		b.ReportMetric(r.balanced.Seconds(), "s-to-balance")
 		b.ReportMetric(float64(r.peakRSS)/(1<<20), "MiB-peak-RSS")
@@ -492,7 +494,7 @@ func BenchmarkFleetScale(b *testing.B) {
 // managers' Held() and from Redis, that every endpoint has exactly one holder and every instance holds
 // floor(E/N) or ceil(E/N). Nothing is timed beyond a generous limit.
 func TestFleetScaleSmall(t *testing.T) {
-	r := runFleetScale(t, scaleParams{instances: 10, endpoints: 2000, timeScale: 0.1, seed: 1})
+	r := runFleetScale(t, scaleParams{instances: 10, endpoints: 2000, timeScale: 0.1, seed: 1}, t.Logf)
 	require.Equal(t, 200, r.counts[0])
 	require.Equal(t, 200, r.counts[len(r.counts)-1])
 	require.Equal(t, 2000, r.heldRedis)
