@@ -1,8 +1,11 @@
 package lease
 
 import (
+	"cmp"
 	"fmt"
+	"hash/fnv"
 	"math/rand"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -85,7 +88,7 @@ func TestAssignMovesLittleWhenOneLeaves(t *testing.T) {
 }
 
 func BenchmarkAssign(b *testing.B) {
-	insts, eps := ids("host-1700000000000000000-", 64), make([]string, 100_000)
+	insts, eps := ids("host-1700000000000000000-", 100), make([]string, 100_000)
 	for i := range eps {
 		eps[i] = fmt.Sprintf("session-%06d", i)
 	}
@@ -99,4 +102,51 @@ func BenchmarkAssign(b *testing.B) {
 	}
 	b.ReportMetric(float64(len(insts)), "instances")
 	b.ReportMetric(float64(len(eps)), "endpoints")
+}
+
+// assignByDefinition is Assign written as its doc states it, scanning every instance for every
+// endpoint: the optimised Assign must give the same answer.
+func assignByDefinition(instances, endpoints []string) map[string]string {
+	insts, eps := dedupe(instances), dedupe(endpoints)
+	out := make(map[string]string, len(eps))
+	if len(insts) == 0 || len(eps) == 0 {
+		return out
+	}
+	slices.SortStableFunc(eps, func(a, b string) int { return cmp.Compare(hash64(a), hash64(b)) })
+	fnvOf := func(s string) uint64 { h := fnv.New64a(); _, _ = h.Write([]byte(s)); return h.Sum64() }
+	n := len(insts)
+	q, r := len(eps)/n, len(eps)%n
+	load := make([]int, n)
+	big := 0
+	for _, e := range eps {
+		best, bestScore := -1, uint64(0)
+		for i, id := range insts {
+			if load[i] > q || (load[i] == q && big >= r) {
+				continue
+			}
+			if s := mix64(fnvOf(e) ^ mix64(fnvOf(id))); best < 0 || s > bestScore {
+				best, bestScore = i, s
+			}
+		}
+		load[best]++
+		if load[best] == q+1 {
+			big++
+		}
+		out[e] = insts[best]
+	}
+	return out
+}
+
+func TestAssignMatchesDefinition(t *testing.T) {
+	r := rand.New(rand.NewSource(11))
+	for i := 0; i < 300; i++ {
+		n, e := 1+r.Intn(40), r.Intn(600)
+		insts := ids(fmt.Sprintf("h%d-", r.Intn(1000)), n)
+		eps := endpoints(e)
+		if e > 0 && r.Intn(3) == 0 { // duplicates
+			eps = append(eps, eps[:r.Intn(e)]...)
+			r.Shuffle(len(eps), func(i, j int) { eps[i], eps[j] = eps[j], eps[i] })
+		}
+		require.Equal(t, assignByDefinition(insts, eps), Assign(insts, eps), "n=%d e=%d", n, e)
+	}
 }

@@ -52,7 +52,7 @@ type Config struct {
 
 	// LeaseTTL is the lease key's time to live. Default 30s.
 	LeaseTTL time.Duration
-	// RenewInterval is how often all held leases are renewed (one pipelined round trip), and how often
+	// RenewInterval is how often all held leases are renewed (pipelined, 256 per round trip), and how often
 	// unheld assigned endpoints are tried; while the link to Redis is unhealthy it is probed every
 	// RenewInterval/2 (see the package doc). Default 10s; at most LeaseTTL/2.
 	RenewInterval time.Duration
@@ -67,7 +67,7 @@ type Config struct {
 	DiscoveryInterval time.Duration
 	// PollInterval is the pause between two polls of one held endpoint. Default 1s.
 	PollInterval time.Duration
-	// OpTimeout bounds every Redis call (one pipelined batch counts as one call). Default 2s; less than
+	// OpTimeout bounds every Redis call (one pipelined round trip counts as one call). Default 2s; less than
 	// RenewInterval. Also set ContextTimeoutEnabled on the client so this bounds socket reads.
 	OpTimeout time.Duration
 	// DriftBound is the largest relative clock rate error assumed between this instance and Redis

@@ -16,15 +16,16 @@
 // which are only ever read, in full only when the application's change counter or the server moved:
 // see SessionSource). Each instance computes the same bounded-load rendezvous assignment (see
 // Assign) over the live instances, acquires the endpoints assigned to it, renews all its leases in one
-// pipelined round trip per RenewInterval, and polls each held endpoint every PollInterval. A holder that
-// is no longer preferred finishes its in-flight poll, releases, and announces the release on the
-// <prefix>events pub/sub channel so that the preferred instance acquires within milliseconds. A holder
+// pipelined pass per RenewInterval (256 leases per round trip), and polls each held endpoint every
+// PollInterval. A holder that is no longer preferred finishes its in-flight poll, releases, and
+// announces the release on the <prefix>events pub/sub channel so that the preferred instance acquires within milliseconds. A holder
 // that dies announces nothing: the others read when its heartbeat and its leases expire (PTTL) and act
 // at those moments (see Taking over below).
 //
 // Keys: <prefix>lease:<endpoint> (holding value, TTL LeaseTTL), <prefix>fence:<endpoint> (last
 // fencing token, TTL max(24h, 100*LeaseTTL) from the last grant), <prefix>node:<instance> ("1", TTL
-// HeartbeatTTL), <prefix>epoch ("<end of the fresh-dataset guard in Redis microseconds> <run_id>", no
+// HeartbeatTTL), <prefix>nodes (sorted set of the instance IDs that wrote a heartbeat, each pruned an
+// hour after its last heartbeat expired: see nodeKeys), <prefix>epoch ("<end of the fresh-dataset guard in Redis microseconds> <run_id>", no
 // TTL: one key per prefix). Every key is bounded: endpoints that are gone leave nothing behind for
 // longer than the fence TTL. Scripts documents the Lua conventions. Renew and
 // release touch one key each; acquire also touches the fence counter and the epoch key, which are in
@@ -111,7 +112,9 @@
 // the acquire goes unnoticed. On a server whose scripts cannot read INFO (e.g. miniredis) the guard
 // falls back to the epoch key alone, which covers empty restarts and FLUSHALL only. The first start on
 // an empty Redis therefore waits one TTL before the first grant; MarkEstablished skips that wait where
-// it is known to be safe.
+// it is known to be safe. An instance refused by the guard reads when it ends (the epoch key and Redis
+// TIME, one round trip), sends no acquire until then, and acquires at that moment rather than at its
+// next tick.
 //
 // Idempotence. go-redis re-sends a command whose reply was lost. Acquire returns the same token if the
 // lease already holds the attempt's value, renew and release compare the holding's value, so a
@@ -168,7 +171,7 @@
 // batch) are polled only until their local deadlines.
 // Every RenewInterval/2 it sends PING, bounded by OpTimeout; once a PING is answered it writes its
 // heartbeat, runs one discovery round, becomes healthy, announces itself and runs one renewal pass
-// and one acquire pass (one pipelined batch each, for the endpoints its fresh view assigns it; the
+// and one acquire pass (pipelined, for the endpoints its fresh view assigns it; the
 // others hand their share over by the ordinary rebalance). Releases and Stop's clean-up are still
 // sent while unhealthy (each bounded by OpTimeout): they only delete this instance's keys. Bound:
 // let tf be the end of the first unanswered call, at most HeartbeatInterval + OpTimeout after

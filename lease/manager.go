@@ -71,6 +71,7 @@ type Manager struct {
 	guardUntil  time.Time            // the fresh-dataset guard last logged ends by then (guardlog.go)
 	attempts    uint64               // acquire attempts so far (nonce suffix)
 	heldCount   int                  // holdings whose belief has not ended
+	guardUntil  time.Time            // the fresh-dataset guard refuses every grant until then (guard.go)
 
 	runCtx       context.Context
 	runCancel    context.CancelCauseFunc

@@ -76,10 +76,17 @@ func b2i(b bool) int64 {
 	return 0
 }
 
+// acquireChunk is how many endpoints one acquire (or renewal) round trip carries. A pass over more
+// sends several round trips, one after another: each is bounded by OpTimeout on its own, its
+// confirmations count from its own send time, and its grants are polled as soon as it returns; a fleet
+// that acquires at the same moment (the end of the fresh-dataset guard) has its round trips
+// interleaved by Redis rather than each instance's whole pass queued behind the others'.
+const acquireChunk = 256
+
 // acquirePass hands off held endpoints this instance is no longer preferred for (and cancels the
-// handoff of those preferred again), and tries to acquire, in one pipelined round trip, every
-// preferred endpoint that is free here. Each attempt gets a new holding value; an earlier value of
-// ours that may still be in Redis is released first, in the same pipeline.
+// handoff of those preferred again), and tries to acquire every preferred endpoint that is free here,
+// acquireChunk endpoints per pipelined round trip. Each attempt gets a new holding value; an earlier
+// value of ours that may still be in Redis is released first, in the same pipeline.
 func (m *Manager) acquirePass() {
 	m.acquireMu.Lock()
 	defer m.acquireMu.Unlock()
@@ -120,27 +127,70 @@ func (m *Manager) acquirePass() {
 		}
 	}
 	var want []string
-	for ep := range m.assigned {
-		if s := m.slots[ep]; s == nil || s.state == epFree {
-			want = append(want, ep)
+	// While the fresh-dataset guard is known to refuse every grant, sending acquires would only load
+	// Redis: the takeover alarm is armed for the guard's end (guard.go), again here in case it fired
+	// earlier for another lease.
+	guardUntil := m.guardUntil
+	if !m.clock.Now().Before(guardUntil) {
+		for ep := range m.assigned {
+			if s := m.slots[ep]; s == nil || s.state == epFree {
+				want = append(want, ep)
+			}
 		}
-	}
-	slices.Sort(want)
-	var calls []*scriptCall
-	acq := make([]*scriptCall, len(want))
-	stale := make([]*scriptCall, len(want))
-	for i, ep := range want {
-		s := m.slotLocked(ep)
-		if s.stale != "" {
-			stale[i] = m.releaseCall(ep, s.stale, false)
-			calls = append(calls, stale[i])
-		}
-		s.state, s.value = epAcquiring, m.newValueLocked()
-		acq[i] = m.acquireCall(ep, s.value)
 	}
 	m.mu.Unlock()
 	if len(want) == 0 {
+		if m.clock.Now().Before(guardUntil) {
+			m.takeover.arm(guardUntil.Add(takeoverSlack))
+		}
 		return
+	}
+	slices.Sort(want)
+
+	var refused []string // held by another holding: try again when that lease expires
+	guarded := false     // refused by the fresh-dataset guard: try again when it ends
+	defer func() {
+		if guarded {
+			m.scheduleGuardEnd()
+		}
+		m.scheduleTakeover(refused)
+	}()
+	for lo := 0; lo < len(want); lo += acquireChunk {
+		if !m.acquireSome(want[lo:min(lo+acquireChunk, len(want))], &refused, &guarded) {
+			return
+		}
+	}
+}
+
+// acquireSome sends one round trip of acquires for those of eps that are still preferred and free here
+// and settles the replies, adding the endpoints held by others to refused and noting a refusal by the
+// guard in guarded. It reports whether the pass may go on (running, link healthy).
+func (m *Manager) acquireSome(eps []string, refused *[]string, guarded *bool) bool {
+	m.mu.Lock()
+	if m.state != stateRunning || (m.unhealthy && !m.mut.Has(mutation.NoLinkHealth)) {
+		m.mu.Unlock()
+		return false
+	}
+	var want []string
+	var calls, acq, stale []*scriptCall
+	for _, ep := range eps {
+		if s := m.slots[ep]; !m.assigned[ep] || (s != nil && s.state != epFree) {
+			continue // assigned elsewhere, or acquired or released since the pass began
+		}
+		s := m.slotLocked(ep)
+		var st *scriptCall
+		if s.stale != "" {
+			st = m.releaseCall(ep, s.stale, false)
+			calls = append(calls, st)
+		}
+		s.state, s.value = epAcquiring, m.newValueLocked()
+		want = append(want, ep)
+		acq = append(acq, m.acquireCall(ep, s.value))
+		stale = append(stale, st)
+	}
+	m.mu.Unlock()
+	if len(want) == 0 {
+		return true
 	}
 	calls = append(calls, acq...)
 	octx, cancel := m.opCtx()
@@ -148,12 +198,10 @@ func (m *Manager) acquirePass() {
 	cancel()
 	m.noteBatch("acquire", calls)
 
-	var refused []string // held by another holding: try again when that lease expires
-	defer func() { m.scheduleTakeover(refused) }()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.state == stateDone {
-		return // crashed: believe nothing (crash recorded the values in flight)
+		return false // crashed: believe nothing (crash recorded the values in flight)
 	}
 	for i, sc := range acq {
 		ep := want[i]
@@ -174,12 +222,13 @@ func (m *Manager) acquirePass() {
 			m.metrics.acquireFailed("held")
 			m.log.Debug("lease: acquire failed: held by another instance", "instance", m.id, "endpoint", ep, "token", 0)
 			m.freeLocked(ep, s.stale)
-			refused = append(refused, ep)
+			*refused = append(*refused, ep)
 		case sc.res < 0:
 			m.metrics.acquireFailed("guard")
 			m.log.Debug("lease: acquire refused: fresh-dataset guard", "instance", m.id, "endpoint", ep, "token", 0)
 			m.noteGuardLocked()
 			m.freeLocked(ep, s.stale)
+			*guarded = true
 		case m.state == stateStopping:
 			// Granted while Stop began: it is ours in Redis, so Stop must release it.
 			s.state = epReleasing
@@ -199,12 +248,14 @@ func (m *Manager) acquirePass() {
 			}
 		}
 	}
+	return m.state == stateRunning && !(m.unhealthy && !m.mut.Has(mutation.NoLinkHealth)) && !*guarded
 }
 
-// renewPass renews every held lease in one pipelined round trip. A lease that is confirmed gets a new
-// deadline counted from the send time; one that is gone is lost; one whose renewal errs or times out
-// stops being polled at once (fail closed) and may be re-acquired on a later pass. Nothing is sent
-// while the link is unhealthy: the leases then run out at their local deadlines, and in Redis.
+// renewPass renews every held lease, acquireChunk per pipelined round trip. A lease that is confirmed
+// gets a new deadline counted from the send time of its round trip; one that is gone is lost; one whose
+// renewal errs or times out stops being polled at once (fail closed) and may be re-acquired on a later
+// pass. Nothing is sent while the link is unhealthy: the leases then run out at their local deadlines,
+// and in Redis.
 func (m *Manager) renewPass() {
 	m.mu.Lock()
 	if m.state == stateDone || (m.unhealthy && !m.mut.Has(mutation.NoLinkHealth)) {
@@ -221,20 +272,40 @@ func (m *Manager) renewPass() {
 	if len(hs) == 0 {
 		return
 	}
-	var calls []*scriptCall
 	if m.mut.Has(mutation.RenewGetThenExpire) {
-		calls = m.renewGetThenExpire(hs)
-	} else {
-		calls = make([]*scriptCall, len(hs))
-		for i, h := range hs {
+		calls := m.renewGetThenExpire(hs)
+		m.noteBatch("renew", calls)
+		m.settleRenewals(hs, calls)
+		return
+	}
+	for lo := 0; lo < len(hs); lo += acquireChunk {
+		part := hs[lo:min(lo+acquireChunk, len(hs))]
+		m.mu.Lock()
+		if lo > 0 && (m.state == stateDone || (m.unhealthy && !m.mut.Has(mutation.NoLinkHealth))) {
+			m.mu.Unlock()
+			return
+		}
+		var send []*holding
+		for _, h := range part {
+			if !h.ended {
+				send = append(send, h)
+			}
+		}
+		m.mu.Unlock()
+		calls := make([]*scriptCall, len(send))
+		for i, h := range send {
 			calls[i] = m.renewCall(h.endpoint, h.value)
 		}
 		octx, cancel := m.opCtx()
 		runBatch(octx, m.client, m.clock.Now, calls)
 		cancel()
+		m.noteBatch("renew", calls)
+		m.settleRenewals(send, calls)
 	}
-	m.noteBatch("renew", calls)
+}
 
+// settleRenewals applies the replies of one renewal round trip: calls[i] renewed hs[i].
+func (m *Manager) settleRenewals(hs []*holding, calls []*scriptCall) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.state == stateDone {
@@ -387,8 +458,15 @@ func (m *Manager) opCtxFor(d time.Duration) (context.Context, context.CancelFunc
 	return context.WithTimeout(m.runCtx, max(d, m.cfg.OpTimeout))
 }
 
+// heartbeat writes the node key and the fleet registry entry (scale_fleet.go) in one round trip.
 func (m *Manager) heartbeat(ctx context.Context) error {
-	return m.client.Set(ctx, m.keys.node(m.id), "1", m.cfg.HeartbeatTTL).Err()
+	p := m.client.Pipeline()
+	set := m.heartbeatCmds(ctx, p)
+	_, err := p.Exec(ctx)
+	if err == nil {
+		err = set.Err()
+	}
+	return err
 }
 
 func (m *Manager) loadScripts(ctx context.Context) error {
