@@ -166,9 +166,11 @@ func (m *Manager) rehint(ids []string) {
 	m.disc.mu.Unlock()
 }
 
-// scanNodes returns the other instances whose heartbeat keys exist, sorted.
+// scanNodes returns the other instances named in the fleet registry (scale_fleet.go), sorted: the
+// candidates whose heartbeat keys the caller then reads. The registry replaces a SCAN of the keyspace,
+// which walks every lease and fence key too.
 func (m *Manager) scanNodes(ctx context.Context) ([]string, error) {
-	nodeKeys, err := scanKeys(ctx, m.client, m.keys.nodePattern())
+	nodeKeys, err := m.nodeKeys(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -111,24 +111,33 @@ func TestAnnouncementsAreCoalesced(t *testing.T) {
 	require.True(t, kicked(), "after a quiet spell an announcement runs a round at once")
 }
 
-// scanCounter counts SCAN commands.
+// scanCounter counts full reads of the fleet: reads of the registry (ZRANGE) and SCANs.
 type scanCounter struct{ n atomic.Int64 }
+
+func (s *scanCounter) count(cmd redis.Cmder) {
+	if n := cmd.Name(); n == "scan" || n == "zrange" {
+		s.n.Add(1)
+	}
+}
 
 func (s *scanCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (s *scanCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if cmd.Name() == "scan" {
-			s.n.Add(1)
-		}
+		s.count(cmd)
 		return next(ctx, cmd)
 	}
 }
 func (s *scanCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, c := range cmds {
+			s.count(c)
+		}
+		return next(ctx, cmds)
+	}
 }
 
-// A round finds the fleet from the heartbeats it knows and the instances announced since; it scans the
-// keyspace only at its first round, when an instance vanished unannounced (and then for one
+// A round finds the fleet from the heartbeats it knows and the instances announced since; it reads the
+// fleet registry only at its first round, when an instance vanished unannounced (and then for one
 // HeartbeatTTL), and every nodeRescanRounds discovery intervals.
 func TestFleetScansOnlyWhenNeeded(t *testing.T) {
 	mr := miniredis.RunT(t)
@@ -145,7 +154,10 @@ func TestFleetScansOnlyWhenNeeded(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	m.runCtx = ctx
-	beat := func(id string) { require.NoError(t, c.Set(ctx, "poll:node:"+id, "1", time.Hour).Err()) }
+	beat := func(id string) {
+		require.NoError(t, c.Set(ctx, "poll:node:"+id, "1", time.Hour).Err())
+		require.NoError(t, c.ZAdd(ctx, "poll:nodes", redis.Z{Score: float64(clk.Now().Add(time.Hour).UnixMilli()), Member: id}).Err())
+	}
 	for _, id := range []string{"self", "a", "b", "c"} {
 		beat(id)
 	}

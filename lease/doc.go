@@ -8,11 +8,13 @@
 // process: <instance ID>:<nonce>, where the nonce is new for every acquire attempt (the manager's start
 // time and an attempt counter) and stays the same across go-redis re-sends of that attempt. The key's
 // TTL is LeaseTTL. Instances announce themselves with a heartbeat key <prefix>node:<id> (and a "join"
-// on the pub/sub channel) and find each other by SCAN. A SCAN walks the whole keyspace, so a discovery
-// round scans only at its first round, while its link recovers, after an instance vanished unannounced
-// (and then at every round for one HeartbeatTTL) and every six DiscoveryIntervals; otherwise it reads
-// the heartbeats it knows and those announced since. An instance whose announcement was lost is found
-// by the next periodic scan: balance suffers until then, never safety. Targets come from a TargetSource (by default the session:<id> keys in Redis,
+// on the pub/sub channel) and register in the fleet registry <prefix>nodes with every heartbeat; they
+// find each other by reading the registry, then the PTTL of each candidate's heartbeat (a candidate
+// whose heartbeat is gone is not alive). A discovery round reads the registry at its first round, while
+// its link recovers, after an instance vanished unannounced (and then at every round for one
+// HeartbeatTTL) and every six DiscoveryIntervals; otherwise it reads the heartbeats it knows and those
+// announced since. An instance whose announcement was lost is found by the next periodic read: balance
+// suffers until then, never safety. Targets come from a TargetSource (by default the session:<id> keys in Redis,
 // which are only ever read, in full only when the application's change counter or the server moved:
 // see SessionSource). Each instance computes the same bounded-load rendezvous assignment (see
 // Assign) over the live instances, acquires the endpoints assigned to it, renews all its leases in one

@@ -8,11 +8,11 @@ package lease
 // stay at debug). Called with m.mu held.
 func (m *Manager) noteGuardLocked() {
 	now := m.clock.Now()
-	if now.Before(m.guardUntil) {
+	if now.Before(m.guardLogged) {
 		return
 	}
-	m.guardUntil = now.Add(m.cfg.LeaseTTL)
-	m.log.Info("lease: holding grants until "+m.guardUntil.Format("15:04:05.000")+": fresh dataset",
-		"instance", m.id, "until", m.guardUntil, "reason", "a new or restarted Redis grants no lease for one LeaseTTL, "+
+	m.guardLogged = now.Add(m.cfg.LeaseTTL)
+	m.log.Info("lease: holding grants until "+m.guardLogged.Format("15:04:05.000")+": fresh dataset",
+		"instance", m.id, "until", m.guardLogged, "reason", "a new or restarted Redis grants no lease for one LeaseTTL, "+
 			"so that holders from before it stop first (MarkEstablished skips this where no such holder can exist)")
 }

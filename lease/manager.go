@@ -68,7 +68,7 @@ type Manager struct {
 	cleaned     bool                 // Stop's clean-up has run
 	unhealthy   bool                 // a call got no reply; no writes until a probe is answered (link.go)
 	boot        string               // nonce prefix, from the clock at Start
-	guardUntil  time.Time            // the fresh-dataset guard last logged ends by then (guardlog.go)
+	guardLogged time.Time            // the fresh-dataset guard last logged ends by then (guardlog.go)
 	attempts    uint64               // acquire attempts so far (nonce suffix)
 	heldCount   int                  // holdings whose belief has not ended
 	guardUntil  time.Time            // the fresh-dataset guard refuses every grant until then (guard.go)

@@ -95,9 +95,9 @@ func (k keys) lease(endpoint string) string { return k.prefix + "lease:" + endpo
 func (k keys) fence(endpoint string) string { return k.prefix + "fence:" + endpoint }
 func (k keys) node(id string) string        { return k.prefix + "node:" + id }
 func (k keys) nodes() string                { return k.prefix + "nodes" }
-func (k keys) nodePattern() string          { return escapeGlob(k.prefix+"node:") + "*" }
-func (k keys) epoch() string                { return k.prefix + "epoch" }
-func (k keys) channel() string              { return k.prefix + "events" }
+
+func (k keys) epoch() string   { return k.prefix + "epoch" }
+func (k keys) channel() string { return k.prefix + "events" }
 
 func escapeGlob(s string) string {
 	var b strings.Builder
