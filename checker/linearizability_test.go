@@ -42,6 +42,20 @@ func TestLinearizability(t *testing.T) {
 			outcome: Pass,
 		},
 		{
+			// Redis counts a key expired only once its millisecond clock has passed the expiry.
+			name: "a refusal within Redis's clock tick after the expiry",
+			b: linOnly().op("a", acq, key, "a", ttl, 0, ms(10), true, "").
+				op("b", acq, key, "b", ttl, ttl+ms(10)+300*time.Microsecond, ttl+ms(10)+400*time.Microsecond, false, ""),
+			outcome: Pass,
+		},
+		{
+			name: "a refusal past Redis's clock tick after the expiry",
+			b: linOnly().op("a", acq, key, "a", ttl, 0, ms(10), true, "").
+				op("b", acq, key, "b", ttl, ttl+ms(12), ttl+ms(13), false, ""),
+			outcome: Violated,
+			at:      ttl + ms(12),
+		},
+		{
 			name: "an idempotent release succeeds on an expired key",
 			b: linOnly().op("a", acq, key, "a", ttl, 0, ms(10), true, "").
 				absentOKRelease("a", ms(1500), ms(1510), true),

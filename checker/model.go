@@ -116,7 +116,7 @@ func stepLease(s leaseState, in leaseInput, out leaseOutput) []any {
 	// set is the key newly written by in.owner at an instant in [lo, aHi].
 	set := func(lo int64) leaseState {
 		lo = max(lo, aLo)
-		return leaseState{owner: in.owner, expLo: addTTL(lo, in.ttl), expHi: addTTL(aHi, in.ttl), now: lo}
+		return leaseState{owner: in.owner, expLo: addTTL(lo, in.ttl), expHi: expiryHi(aHi, in.ttl), now: lo}
 	}
 
 	var next []any
@@ -143,7 +143,7 @@ func stepLease(s leaseState, in leaseInput, out leaseOutput) []any {
 		if (out.unknown || out.ok) && mine && alive {
 			if in.kind == history.OpRenew {
 				r := still
-				r.expLo, r.expHi = addTTL(aLo, in.ttl), addTTL(aHi, in.ttl)
+				r.expLo, r.expHi = addTTL(aLo, in.ttl), expiryHi(aHi, in.ttl)
 				next = append(next, r)
 			} else {
 				next = append(next, leaseState{now: aLo})
@@ -179,6 +179,21 @@ func stepLease(s leaseState, in leaseInput, out leaseOutput) []any {
 		next = append(next, s)
 	}
 	return next
+}
+
+// redisTick is the resolution of Redis's clock for key expiry. A key given a TTL at instant a expires at
+// floor_ms(a)+ttl, and Redis counts it expired only once its millisecond clock has passed that value,
+// i.e. at the first instant in (a+ttl, a+ttl+1ms]; a script also judges every key by the time it
+// started. Without the tick, a refusal a fraction of a millisecond after a+ttl (seen on a loaded
+// machine, 0.34 ms) reads as an answer no key could give.
+const redisTick = time.Millisecond
+
+// expiryHi is the latest instant at which a key given ttl at the latest instant a expires.
+func expiryHi(a int64, ttl time.Duration) int64 {
+	if ttl <= 0 {
+		return addTTL(a, ttl)
+	}
+	return addTTL(a, ttl+redisTick)
 }
 
 // addTTL is t+ttl, saturating; a TTL of zero or less means the key never expires.
