@@ -23,8 +23,9 @@ func init() {
 		// that goes on writing blind keeps its leases alive in Redis although it polls nothing.
 		mutantCase{mutant: mutation.NoLinkHealth, scenarios: []string{"one-way-partition"},
 			caughtBy: []string{checker.InvFailover, checker.InvLiveness}},
-		// Sixteen of twenty endpoints change hands as eight instances join, many with a poll in flight.
-		mutantCase{mutant: mutation.ReleaseBeforePoll, scenarios: []string{"scale-to-10"},
+		// Endpoints change hands at ten joins (and sixteen of twenty as eight instances join at once),
+		// many with a poll in flight.
+		mutantCase{mutant: mutation.ReleaseBeforePoll, scenarios: []string{"join-2-to-3-x10", "scale-to-10"},
 			caughtBy: []string{checker.InvSinglePoller, checker.InvSingleHolder}},
 		mutantCase{mutant: mutation.PlainRendezvous, scenarios: []string{"balance-4x40-join"},
 			caughtBy: []string{checker.InvBalance}},

@@ -47,7 +47,7 @@ func TestBadInputIsAUsageErrorAndLeavesNothing(t *testing.T) {
 		"pause on embedded":  {[]string{"run", "redis-pause", "--redis", "embedded", "--out", out}, "cannot pause"},
 		"wrong kind":         {[]string{"run", "election-leader-crash-redis", "--system", "naive", "--out", out}, "is for election systems"},
 		"zero parallel":      {[]string{"run", "crash-failover", "--parallel", "0", "--out", out}, "--parallel must be at least 1"},
-		"unknown system":     {[]string{"run", "crash-failover", "--system", "nope", "--out", out}, "known: "},
+		"unknown system":     {[]string{"run", "crash-failover", "--system", "nope", "--out", out}, `unknown system "nope"`},
 		"unknown backend":    {[]string{"run", "crash-failover", "--redis", "bogus", "--out", out}, "auto, server, embedded"},
 		"no scenario":        {[]string{"run", "--out", out}, "name at least one scenario"},
 		"unknown command":    {[]string{"fly"}, "unknown command"},
