@@ -42,6 +42,11 @@ type Config struct {
 	// KeyPrefix namespaces lease, fence, heartbeat and epoch keys and the pub/sub channel.
 	// Default "poll:".
 	KeyPrefix string
+	// KeyLayout names an endpoint's keys: LayoutSingle (one Redis primary; the default, and the only
+	// layout of earlier releases) or LayoutCluster (each endpoint's keys in one hash slot: required on
+	// Redis Cluster). The two do not see each other's leases: every instance sharing a KeyPrefix must
+	// use the same layout (see the package doc, "Key layouts", for changing it).
+	KeyLayout KeyLayout
 	// SessionPrefix is where the default target source finds sessions (session:<id>). Default "session:".
 	SessionPrefix string
 	// SessionResync is how often the default target source reads every session even though the
@@ -110,6 +115,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		KeyPrefix:         "poll:",
+		KeyLayout:         LayoutSingle,
 		SessionPrefix:     "session:",
 		SessionResync:     DefaultSessionResync,
 		LeaseTTL:          30 * time.Second,
@@ -150,6 +156,10 @@ func (c Config) Validate() error {
 		return invalid("InstanceID", "(%q) must not contain white space", c.InstanceID)
 	case c.KeyPrefix == "":
 		return invalid("KeyPrefix", "must not be empty")
+	case c.KeyLayout != "" && c.KeyLayout != LayoutSingle && c.KeyLayout != LayoutCluster:
+		return invalid("KeyLayout", "(%q) must be %q or %q", c.KeyLayout, LayoutSingle, LayoutCluster)
+	case c.KeyLayout == LayoutCluster && strings.ContainsAny(c.KeyPrefix, "{}"):
+		return invalid("KeyPrefix", "(%q) must not contain '{' or '}' with KeyLayout %q: the endpoint is the keys' hash tag", c.KeyPrefix, LayoutCluster)
 	case c.Targets == nil && c.SessionPrefix == "":
 		return invalid("SessionPrefix", "must not be empty when Targets is nil")
 	case c.Targets == nil && c.SessionResync < c.DiscoveryInterval:

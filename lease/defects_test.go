@@ -189,11 +189,11 @@ func TestSnapshotRestartRearmsGuard(t *testing.T) {
 	srv := redistest.Start(t)
 	c := newClient(t, srv.Addr())
 	ctx := context.Background()
-	k := keys{"poll:"}
+	k := keys{prefix: "poll:"}
 	ttl := time.Second
 	acquire := func(value string) int64 {
 		t.Helper()
-		v, err := acquireScript.Run(ctx, c, []string{k.lease("x"), k.fence("x"), k.epoch()}, value, ttl.Milliseconds(), time.Hour.Milliseconds()).Int64()
+		v, err := acquireScript.Run(ctx, c, []string{k.lease("x"), k.fence("x"), k.epoch("")}, value, ttl.Milliseconds(), time.Hour.Milliseconds()).Int64()
 		require.NoError(t, err)
 		return v
 	}
@@ -204,7 +204,7 @@ func TestSnapshotRestartRearmsGuard(t *testing.T) {
 
 	require.NoError(t, srv.Reload()) // kill -9, restart in the same directory: loads the snapshot
 	require.Eventually(t, func() bool { return c.Ping(ctx).Err() == nil }, settle, 10*time.Millisecond)
-	require.EqualValues(t, 1, c.Exists(ctx, k.epoch()).Val(), "the snapshot brought the epoch back")
+	require.EqualValues(t, 1, c.Exists(ctx, k.epoch("")).Val(), "the snapshot brought the epoch back")
 	require.EqualValues(t, -1, acquire("b:1"), "granted at once after a restart from an older snapshot")
 	require.Eventually(t, func() bool { return acquire("b:1") != -1 }, settle, 20*time.Millisecond)
 	after := acquire("b:1")

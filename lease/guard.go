@@ -1,9 +1,12 @@
 package lease
 
 import (
+	"context"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Acquiring at the end of the fresh-dataset guard. While the guard is in force the acquire script
@@ -18,14 +21,35 @@ import (
 // Redis's rate fires at or after the guard's end. A local clock faster than Redis's fires early: the
 // attempt is refused and the end read again. A slower one fires late by at most DriftBound times the
 // guard's remaining length. Nothing here can make a grant happen: the script decides, as always.
+//
+// In the cluster layout every endpoint has its own epoch key, on the shard that serves the endpoint,
+// so guards start and end apart (a promoted shard re-arms only its own endpoints' guards). The pass
+// then goes on past a refusal, nothing is held back by a manager-wide guardUntil, and the refused
+// endpoints' remaining guard is read from their epoch keys (guard_left.lua: the end and the shard's
+// TIME in one call on that shard); the alarm is armed for the earliest end, and endpoints still
+// guarded then are refused and read again.
 
-// scheduleGuardEnd reads when the fresh-dataset guard ends and arms the takeover alarm for then.
-// Errors are counted on the link and otherwise ignored: the periodic acquire pass still retries.
-func (m *Manager) scheduleGuardEnd() {
+// acquireArgs are the acquire script's arguments for a new holding value.
+func (m *Manager) acquireArgs(value string) []any {
+	args := []any{value, ttlMillis(m.cfg.LeaseTTL), ttlMillis(m.cfg.fenceTTL())}
+	if m.keys.cluster {
+		args = append(args, ttlMillis(m.cfg.fenceTTL())) // per-endpoint epoch keys expire with the counter
+	}
+	return args
+}
+
+// scheduleGuardEnd reads when the fresh-dataset guard of the refused endpoints ends and arms the
+// takeover alarm for then. Errors are counted on the link and otherwise ignored: the periodic acquire
+// pass still retries.
+func (m *Manager) scheduleGuardEnd(refused []string) {
+	if m.keys.cluster {
+		m.scheduleEndpointGuards(refused)
+		return
+	}
 	octx, cancel := m.opCtx()
 	defer cancel()
 	p := m.client.Pipeline()
-	epoch := p.Get(octx, m.keys.epoch())
+	epoch := p.Get(octx, m.keys.epoch(""))
 	now := p.Time(octx)
 	_, err := p.Exec(octx)
 	replied := m.clock.Now()
@@ -44,6 +68,51 @@ func (m *Manager) scheduleGuardEnd() {
 	m.guardUntil = until
 	m.mu.Unlock()
 	m.takeover.arm(until.Add(takeoverSlack))
+}
+
+// scheduleEndpointGuards arms the takeover alarm for the earliest end among the guards of the
+// refused endpoints (cluster layout), read in one pipelined round trip.
+func (m *Manager) scheduleEndpointGuards(refused []string) {
+	calls := make([]*scriptCall, len(refused))
+	for i, ep := range refused {
+		calls[i] = &scriptCall{script: guardLeftScript, keys: []string{m.keys.epoch(ep)}}
+	}
+	octx, cancel := m.opCtx()
+	runBatch(octx, m.client, m.clock.Now, calls)
+	cancel()
+	var (
+		first time.Duration
+		found bool
+		err   error
+	)
+	for _, sc := range calls {
+		switch {
+		case sc.err != nil:
+			err = sc.err
+		case sc.res >= 0 && (!found || time.Duration(sc.res)*time.Microsecond < first):
+			first, found = time.Duration(sc.res)*time.Microsecond, true
+		}
+	}
+	if err != nil && m.runCtx.Err() == nil {
+		m.noteErr("acquire", err)
+	}
+	if found {
+		m.takeover.arm(calls[0].replied.Add(first + takeoverSlack))
+	}
+}
+
+// MarkEstablishedEndpoints is MarkEstablished for the cluster layout (Config.KeyLayout), where every
+// endpoint has its own epoch key: it creates the epoch key of each of endpoints that lacks one, bound
+// to the run of the server that serves it. The same caution applies: call it only when no holder from
+// an earlier dataset can still be running.
+func MarkEstablishedEndpoints(ctx context.Context, client redis.UniversalClient, keyPrefix string, endpoints []string) error {
+	k := newKeys(keyPrefix, LayoutCluster)
+	p := client.Pipeline()
+	for _, ep := range endpoints {
+		establishScript.Eval(ctx, p, []string{k.epoch(ep)})
+	}
+	_, err := p.Exec(ctx)
+	return err
 }
 
 // guardLeft returns how long the guard recorded in epoch ("<end in Redis microseconds> <run_id>") lasts

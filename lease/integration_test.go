@@ -122,7 +122,7 @@ func TestRestartWithNewID(t *testing.T) {
 	f.crash("old-1")
 	m := f.start("new-2")
 	// The new identity cannot renew its predecessor's leases.
-	e := &scriptEnv{t: t, c: newClient(t, srv.Addr()), k: keys{"poll:"}}
+	e := &scriptEnv{t: t, c: newClient(t, srv.Addr()), k: keys{prefix: "poll:"}}
 	require.EqualValues(t, 0, e.renew("new-2", eps[0], time.Second))
 	require.Eventually(t, func() bool { return slices.Equal(m.Held(), eps) }, settle, 20*time.Millisecond)
 	for _, ev := range f.log.eventsFor("") {

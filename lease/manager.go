@@ -129,7 +129,7 @@ func New(client redis.UniversalClient, cfg Config) (*Manager, error) {
 		id:           cfg.InstanceID,
 		clock:        cfg.Clock,
 		log:          cfg.Logger,
-		keys:         keys{cfg.KeyPrefix},
+		keys:         newKeys(cfg.KeyPrefix, cfg.KeyLayout),
 		metrics:      met,
 		targets:      cfg.Targets,
 		mut:          cfg.Mutations,
@@ -533,5 +533,5 @@ func (m *Manager) heartbeatTick() {
 // first grants. Call it only when no lease holder from an earlier dataset can still be running, e.g.
 // on a first deployment or in tests; it never lifts a guard that is already in force.
 func MarkEstablished(ctx context.Context, client redis.UniversalClient, keyPrefix string) error {
-	return establishScript.Run(ctx, client, []string{keys{keyPrefix}.epoch()}).Err()
+	return establishScript.Run(ctx, client, []string{keys{prefix: keyPrefix}.epoch("")}).Err()
 }

@@ -26,8 +26,8 @@ func (m *Manager) acquireCall(endpoint, value string) *scriptCall {
 	}
 	return &scriptCall{
 		script: script,
-		keys:   []string{m.keys.lease(endpoint), m.keys.fence(endpoint), m.keys.epoch()},
-		args:   []any{value, ttlMillis(m.cfg.LeaseTTL), ttlMillis(m.cfg.fenceTTL())},
+		keys:   []string{m.keys.lease(endpoint), m.keys.fence(endpoint), m.keys.epoch(endpoint)},
+		args:   m.acquireArgs(value),
 	}
 }
 
@@ -148,10 +148,10 @@ func (m *Manager) acquirePass() {
 	slices.Sort(want)
 
 	var refused []string // held by another holding: try again when that lease expires
-	guarded := false     // refused by the fresh-dataset guard: try again when it ends
+	var guarded []string // refused by the fresh-dataset guard: try again when it ends
 	defer func() {
-		if guarded {
-			m.scheduleGuardEnd()
+		if len(guarded) > 0 {
+			m.scheduleGuardEnd(guarded)
 		}
 		m.scheduleTakeover(refused)
 	}()
@@ -163,9 +163,9 @@ func (m *Manager) acquirePass() {
 }
 
 // acquireSome sends one round trip of acquires for those of eps that are still preferred and free here
-// and settles the replies, adding the endpoints held by others to refused and noting a refusal by the
-// guard in guarded. It reports whether the pass may go on (running, link healthy).
-func (m *Manager) acquireSome(eps []string, refused *[]string, guarded *bool) bool {
+// and settles the replies, adding the endpoints held by others to refused and those refused by the
+// fresh-dataset guard to guarded. It reports whether the pass may go on (running, link healthy).
+func (m *Manager) acquireSome(eps []string, refused *[]string, guarded *[]string) bool {
 	m.mu.Lock()
 	if m.state != stateRunning || (m.unhealthy && !m.mut.Has(mutation.NoLinkHealth)) {
 		m.mu.Unlock()
@@ -228,7 +228,7 @@ func (m *Manager) acquireSome(eps []string, refused *[]string, guarded *bool) bo
 			m.log.Debug("lease: acquire refused: fresh-dataset guard", "instance", m.id, "endpoint", ep, "token", 0)
 			m.noteGuardLocked()
 			m.freeLocked(ep, s.stale)
-			*guarded = true
+			*guarded = append(*guarded, ep)
 		case m.state == stateStopping:
 			// Granted while Stop began: it is ours in Redis, so Stop must release it.
 			s.state = epReleasing
@@ -248,7 +248,9 @@ func (m *Manager) acquireSome(eps []string, refused *[]string, guarded *bool) bo
 			}
 		}
 	}
-	return m.state == stateRunning && !(m.unhealthy && !m.mut.Has(mutation.NoLinkHealth)) && !*guarded
+	// One epoch guards every endpoint in the single layout, so its refusal ends the pass; in the
+	// cluster layout each endpoint has its own.
+	return m.state == stateRunning && !(m.unhealthy && !m.mut.Has(mutation.NoLinkHealth)) && (len(*guarded) == 0 || m.keys.cluster)
 }
 
 // renewPass renews every held lease, acquireChunk per pipelined round trip. A lease that is confirmed

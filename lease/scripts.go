@@ -30,6 +30,10 @@ var (
 	renewScript   = redis.NewScript(renewSource)
 	releaseScript = redis.NewScript(releaseSource)
 
+	// guardLeftScript reads how long the fresh-dataset guard recorded in one epoch key still lasts
+	// (read only; the cluster layout's per-endpoint guards).
+	guardLeftScript = redis.NewScript(scriptSource("guard_left"))
+
 	// sessionsVersionScript reads SessionSource's change counter and the server's run_id (read only).
 	sessionsVersionScript = redis.NewScript(scriptSource("sessions_version"))
 
@@ -46,7 +50,9 @@ var (
 // tools that classify recorded commands. Conventions shared by all three:
 //
 //   - KEYS[1] is the lease key <KeyPrefix>lease:<endpoint>; acquire also takes KEYS[2], the fencing
-//     counter <KeyPrefix>fence:<endpoint>, and KEYS[3], the dataset epoch key <KeyPrefix>epoch.
+//     counter <KeyPrefix>fence:<endpoint>, and KEYS[3], the dataset epoch key <KeyPrefix>epoch. In
+//     the cluster layout (Config.KeyLayout) the endpoint is a hash tag, {<endpoint>}, and the epoch
+//     key is the endpoint's own, <KeyPrefix>epoch:{<endpoint>}: every call touches one slot.
 //   - ARGV[1] is the holding value (the lease key's value): <instance ID>:<attempt nonce>, new for every
 //     acquire attempt and the same across client re-sends of that attempt; ARGV[2] the lease TTL in
 //     milliseconds. Acquire's ARGV[3] is the fencing counter's TTL in milliseconds.
@@ -82,21 +88,63 @@ func ScriptNames() map[string]string {
 }
 
 // ReadScripts maps the SHA1 of each script that only reads (it writes no key) to its name:
-// "sessions-version", SessionSource's read of its change counter. Tools that record commands can treat
+// "sessions-version", SessionSource's read of its change counter, and "guard-left", the read of when
+// an endpoint's fresh-dataset guard ends (cluster layout). Tools that record commands can treat
 // these as reads of the system's own bookkeeping.
 func ReadScripts() map[string]string {
-	return map[string]string{sessionsVersionScript.Hash(): "sessions-version"}
+	return map[string]string{sessionsVersionScript.Hash(): "sessions-version", guardLeftScript.Hash(): "guard-left"}
 }
 
-// keys names every Redis key and channel the manager uses.
-type keys struct{ prefix string }
+// KeyLayout is how the manager names an endpoint's keys (see the package doc, "Key layouts").
+type KeyLayout string
 
-func (k keys) lease(endpoint string) string { return k.prefix + "lease:" + endpoint }
-func (k keys) fence(endpoint string) string { return k.prefix + "fence:" + endpoint }
+// Key layouts.
+const (
+	// LayoutSingle names an endpoint's keys <prefix>lease:<endpoint> and <prefix>fence:<endpoint>,
+	// with one dataset epoch key <prefix>epoch for all endpoints: one Redis primary (alone, or with
+	// replicas and Sentinel). The default, and the layout of every earlier release.
+	LayoutSingle KeyLayout = "single"
+	// LayoutCluster puts each endpoint's keys in one hash slot, with an epoch key of its own:
+	// <prefix>lease:{<endpoint>}, <prefix>fence:{<endpoint>}, <prefix>epoch:{<endpoint>}. Required on
+	// Redis Cluster; works on one primary too.
+	LayoutCluster KeyLayout = "cluster"
+)
+
+// KeyLayouts lists the valid values of Config.KeyLayout.
+var KeyLayouts = []KeyLayout{LayoutSingle, LayoutCluster}
+
+// keys names every Redis key and channel the manager uses.
+type keys struct {
+	prefix  string
+	cluster bool // LayoutCluster: per-endpoint hash tags and epoch keys
+}
+
+func newKeys(prefix string, layout KeyLayout) keys {
+	return keys{prefix: prefix, cluster: layout == LayoutCluster}
+}
+
+// tag is how an endpoint appears in its keys: as a hash tag in the cluster layout, so that the lease,
+// fence and epoch keys of one endpoint share a slot.
+func (k keys) tag(endpoint string) string {
+	if k.cluster {
+		return "{" + endpoint + "}"
+	}
+	return endpoint
+}
+
+func (k keys) lease(endpoint string) string { return k.prefix + "lease:" + k.tag(endpoint) }
+func (k keys) fence(endpoint string) string { return k.prefix + "fence:" + k.tag(endpoint) }
 func (k keys) node(id string) string        { return k.prefix + "node:" + id }
 func (k keys) nodes() string                { return k.prefix + "nodes" }
 
-func (k keys) epoch() string   { return k.prefix + "epoch" }
+// epoch is the dataset epoch key that guards endpoint's grants: one per prefix in the single layout,
+// one per endpoint in the cluster layout.
+func (k keys) epoch(endpoint string) string {
+	if k.cluster {
+		return k.prefix + "epoch:" + k.tag(endpoint)
+	}
+	return k.prefix + "epoch"
+}
 func (k keys) channel() string { return k.prefix + "events" }
 
 func escapeGlob(s string) string {

@@ -21,7 +21,7 @@ type scriptEnv struct {
 
 func newScriptEnv(t *testing.T) *scriptEnv {
 	mr := miniredis.RunT(t)
-	e := &scriptEnv{t: t, mr: mr, c: newClient(t, mr.Addr()), now: time.Unix(1_800_000_000, 0), k: keys{"poll:"}}
+	e := &scriptEnv{t: t, mr: mr, c: newClient(t, mr.Addr()), now: time.Unix(1_800_000_000, 0), k: keys{prefix: "poll:"}}
 	mr.SetTime(e.now)
 	return e
 }
@@ -40,7 +40,7 @@ func (e *scriptEnv) run(s *redis.Script, ks []string, args ...any) int64 {
 }
 
 func (e *scriptEnv) acquire(owner, ep string, ttl time.Duration) int64 {
-	return e.run(acquireScript, []string{e.k.lease(ep), e.k.fence(ep), e.k.epoch()}, owner, ttl.Milliseconds())
+	return e.run(acquireScript, []string{e.k.lease(ep), e.k.fence(ep), e.k.epoch("")}, owner, ttl.Milliseconds())
 }
 
 func (e *scriptEnv) renew(owner, ep string, ttl time.Duration) int64 {
@@ -142,7 +142,7 @@ func TestScriptsFenceCounterExpiresTokensStillIncrease(t *testing.T) {
 	require.NoError(t, MarkEstablished(context.Background(), e.c, "poll:"))
 	fence := time.Hour
 	acquire := func(owner string) int64 {
-		return e.run(acquireScript, []string{e.k.lease("x"), e.k.fence("x"), e.k.epoch()}, owner, time.Second.Milliseconds(), fence.Milliseconds())
+		return e.run(acquireScript, []string{e.k.lease("x"), e.k.fence("x"), e.k.epoch("")}, owner, time.Second.Milliseconds(), fence.Milliseconds())
 	}
 	first := acquire("a:1")
 	require.Positive(t, first)

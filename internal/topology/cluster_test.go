@@ -1,0 +1,111 @@
+package topology
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tenurelabs/tenure/chaos"
+	"github.com/tenurelabs/tenure/internal/redisserver"
+)
+
+// startTestCluster starts a cluster for a test, or skips the test without redis-server (fails with
+// TENURE_REQUIRE_REDIS=1).
+func startTestCluster(t *testing.T) (*Cluster, *chaos.Embedded) {
+	t.Helper()
+	if _, ok := redisserver.Available(); !ok {
+		if os.Getenv("TENURE_REQUIRE_REDIS") == "1" {
+			t.Fatal("redis-server not found and TENURE_REQUIRE_REDIS=1")
+		}
+		t.Skip("redis-server not found")
+	}
+	px := chaos.NewEmbedded(1)
+	t.Cleanup(func() { _ = px.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := StartCluster(ctx, ClusterOptions{Proxies: px, NodeTimeout: 500 * time.Millisecond})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return c, px
+}
+
+func TestClusterStartsWholeAndFailsOver(t *testing.T) {
+	c, px := startTestCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(t, c.Check(ctx))
+
+	links, err := c.NewClientLinks(px, "client")
+	require.NoError(t, err)
+	t.Cleanup(links.Close)
+	cl := c.Client(links, &redis.ClusterOptions{MaxRedirects: 8, ReadTimeout: 500 * time.Millisecond, WriteTimeout: 500 * time.Millisecond,
+		DialTimeout: 500 * time.Millisecond})
+	t.Cleanup(func() { _ = cl.Close() })
+	for _, k := range []string{"a", "b", "c", "d", "e", "f"} {
+		require.NoError(t, cl.Set(ctx, k, k, 0).Err())
+	}
+
+	// Only the client's own proxies carry its traffic: cutting them stops it.
+	for _, l := range links.Links {
+		require.NoError(t, l.Partition())
+	}
+	short, cancelShort := context.WithTimeout(ctx, 300*time.Millisecond)
+	require.Error(t, cl.Get(short, "a").Err())
+	cancelShort()
+	for _, l := range links.Links {
+		require.NoError(t, l.Heal())
+		require.NoError(t, l.Reset())
+	}
+
+	require.Eventually(t, func() bool { return cl.Get(ctx, "b").Val() == "b" }, 10*time.Second, 50*time.Millisecond, "healed links carry traffic again")
+
+	// Replicated before the kill, so the promoted replica has it.
+	slot, err := c.Slot(ctx, "a")
+	require.NoError(t, err)
+	p, err := c.PrimaryOf(ctx, slot)
+	require.NoError(t, err)
+	// WAIT counts the writes of its own connection; replication is in order, so a write of ours
+	// acknowledged by the replica follows the client's.
+	conn := p.ctl.Conn()
+	require.NoError(t, conn.Set(ctx, "a", "a", 0).Err())
+	require.Equal(t, int64(1), conn.Do(ctx, "WAIT", 1, 5000).Val())
+	_ = conn.Close()
+	killed, promoted, err := c.KillPrimary(ctx, "a")
+	t.Log("killed", killed.Announced(), "promoted", promoted.Announced())
+	// The client learns the new owner from its periodic reload (Client: 250ms); NodeTimeout 500ms.
+
+	require.NoError(t, err)
+	require.Equal(t, p, killed)
+	require.NotEqual(t, killed, promoted)
+
+	require.Eventually(t, func() bool {
+		t0 := time.Now()
+		v, err := cl.Get(ctx, "a").Result()
+		t.Logf("get a: %q %v %s", v, err, time.Since(t0))
+
+		return v == "a"
+	}, 20*time.Second, 50*time.Millisecond)
+
+	// Migrate another key's slot to a different primary while it is read.
+	slotB, err := c.Slot(ctx, "b")
+	require.NoError(t, err)
+	from, err := c.PrimaryOf(ctx, slotB)
+	require.NoError(t, err)
+	var to *ClusterNode
+	for _, s := range []int{0, 5462, 10925} {
+		if n, err := c.PrimaryOf(ctx, s); err == nil && n != from {
+			to = n
+			break
+		}
+	}
+	require.NotNil(t, to)
+	require.NoError(t, c.MigrateSlot(ctx, slotB, to, 1, 0))
+	now, err := c.PrimaryOf(ctx, slotB)
+	require.NoError(t, err)
+	require.Equal(t, to, now)
+	require.Equal(t, "b", cl.Get(ctx, "b").Val())
+}
