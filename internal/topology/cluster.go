@@ -70,6 +70,10 @@ type ClusterNode struct {
 	ctl *redis.Client // control connection to the real port, bypassing every proxy
 }
 
+// Control is a client of the node's own port, bypassing every proxy: for the harness's commands
+// (WAIT after a write of its own, INFO, ROLE), never for the system under test.
+func (n *ClusterNode) Control() *redis.Client { return n.ctl }
+
 // Announced is the address the node announces (its Link's).
 func (n *ClusterNode) Announced() string { return n.Link.Addr() }
 

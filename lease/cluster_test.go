@@ -1,0 +1,312 @@
+package lease
+
+import (
+	"context"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tenurelabs/tenure/chaos"
+	"github.com/tenurelabs/tenure/internal/redisserver"
+	"github.com/tenurelabs/tenure/internal/topology"
+)
+
+// The reference on Redis Cluster (real processes: three primaries, three replicas, every link through
+// toxiproxy; internal/topology). Cluster failover here is driven by cluster-node-timeout 500ms.
+
+func startCluster(t *testing.T) (*topology.Cluster, *chaos.Embedded) {
+	t.Helper()
+	if _, ok := redisserver.Available(); !ok {
+		if os.Getenv("TENURE_REQUIRE_REDIS") == "1" {
+			t.Fatal("redis-server not found and TENURE_REQUIRE_REDIS=1")
+		}
+		t.Skip("redis-server not found")
+	}
+	px := chaos.NewEmbedded(1)
+	t.Cleanup(func() { _ = px.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := topology.StartCluster(ctx, topology.ClusterOptions{Proxies: px, NodeTimeout: 500 * time.Millisecond})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return c, px
+}
+
+// clusterClient is a client of c through proxies of its own, named name.
+func clusterClient(t *testing.T, c *topology.Cluster, px chaos.Proxies, name string) *redis.ClusterClient {
+	t.Helper()
+	links, err := c.NewClientLinks(px, name)
+	require.NoError(t, err)
+	t.Cleanup(links.Close)
+	cl := c.Client(links, &redis.ClusterOptions{ContextTimeoutEnabled: true, MaxRetries: 3, MaxRedirects: 8})
+	t.Cleanup(func() { _ = cl.Close() })
+	return cl
+}
+
+// primaryOf returns the primary serving key's slot.
+func primaryOf(t *testing.T, ctx context.Context, c *topology.Cluster, key string) *topology.ClusterNode {
+	t.Helper()
+	slot, err := c.Slot(ctx, key)
+	require.NoError(t, err)
+	p, err := c.PrimaryOf(ctx, slot)
+	require.NoError(t, err)
+	return p
+}
+
+// replicated waits until the replica of the primary serving key's slot has every write made there
+// so far (WAIT on a write of its own, in the same slot: replication keeps order).
+func replicated(t *testing.T, ctx context.Context, c *topology.Cluster, key string) {
+	t.Helper()
+	conn := primaryOf(t, ctx, c, key).Control().Conn()
+	defer conn.Close()
+	require.NoError(t, conn.Set(ctx, key+":sync", "1", time.Minute).Err())
+	require.Equal(t, int64(1), conn.Do(ctx, "WAIT", 1, 5000).Val(), "the replica acknowledges")
+}
+
+// promotionGrant runs the scenario the promotion guard exists for, with acquire as the acquire
+// script: A is granted endpoint e by the primary of e's shard while the shard's replication link is
+// cut, so the grant never reaches the replica; the primary is killed and its replica promoted; B then
+// asks for e while A still believes in its lease. It returns B's answer and whether it came inside
+// A's validity, and, once the guard is over, the token B is granted and A's.
+func promotionGrant(t *testing.T, acquire *redis.Script) (res int64, inValidity bool, tokenA, tokenB int64) {
+	c, px := startCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const ttl = 8 * time.Second
+	k := newKeys("poll:", LayoutCluster)
+	ep := "e1"
+	keys := []string{k.lease(ep), k.fence(ep), k.epoch(ep)}
+	args := func(v string) []any {
+		return []any{v, ttl.Milliseconds(), (24 * time.Hour).Milliseconds(), (24 * time.Hour).Milliseconds()}
+	}
+	a := clusterClient(t, c, px, "a")
+	b := clusterClient(t, c, px, "b")
+
+	// An established dataset: the epoch is on both nodes of the shard, the guard over.
+	require.NoError(t, MarkEstablishedEndpoints(ctx, a, "poll:", []string{ep}))
+	replicated(t, ctx, c, k.lease(ep))
+	// Replication (the replica's link to its primary's announced address) is cut from here on.
+	require.NoError(t, primaryOf(t, ctx, c, k.lease(ep)).Link.Partition())
+
+	sent := time.Now()
+	tokenA, err := acquire.Run(ctx, a, keys, args("a:1")...).Int64()
+	require.NoError(t, err)
+	require.Positive(t, tokenA, "A is granted e")
+
+	_, promoted, err := c.KillPrimary(ctx, k.lease(ep))
+	require.NoError(t, err)
+	t.Logf("promoted %s %s after A's grant", promoted.Announced(), time.Since(sent).Round(time.Millisecond))
+
+	// B's client learns the new primary within its state reload; errors until then are retried.
+	require.Eventually(t, func() bool {
+		res, err = acquire.Run(ctx, b, keys, args("b:1")...).Int64()
+		return err == nil
+	}, 10*time.Second, 20*time.Millisecond)
+	// A believes until sent + TTL·(1-drift) - margin (DefaultConfig's drift and margin).
+	d := DefaultConfig()
+	inValidity = time.Since(sent) < validity(ttl, d.DriftBound, d.SafetyMargin)
+	if res > 0 {
+		return res, inValidity, tokenA, res
+	}
+	// Once the guard is over, B is granted e with a token above A's.
+	require.Eventually(t, func() bool {
+		tokenB, err = acquire.Run(ctx, b, keys, args("b:2")...).Int64()
+		return err == nil && tokenB > 0
+	}, 2*ttl, 50*time.Millisecond)
+	return res, inValidity, tokenA, tokenB
+}
+
+// A promoted replica that missed the latest grant must not grant the lease to anyone while the
+// lost grant's holder may still believe in it; fencing goes on above the lost token.
+func TestClusterPromotionArmsGuard(t *testing.T) {
+	res, inValidity, tokenA, tokenB := promotionGrant(t, acquireScript)
+	require.True(t, inValidity, "the test asked inside A's validity (raise ttl on a slower machine)")
+	require.Equal(t, int64(-1), res, "the promoted replica refuses every grant for one TTL")
+	require.Greater(t, tokenB, tokenA, "fencing tokens keep increasing across the promotion")
+}
+
+// The guard without its run_id check (it then sees only a missing epoch key) is the mutant
+// TestClusterPromotionArmsGuard exists to catch: the promoted replica has the epoch key, replicated
+// long before, so the mutant grants e to B while A still holds it.
+func TestClusterPromotionGuardMutantGrantsTwice(t *testing.T) {
+	src := strings.Replace(acquireSource, "if not guardEnd or guardRun ~= run then", "if not guardEnd then", 1)
+	require.NotEqual(t, acquireSource, src, "the mutation applies")
+	res, inValidity, _, _ := promotionGrant(t, redis.NewScript(src))
+	require.True(t, inValidity)
+	require.Positive(t, res, "without the run_id check B is granted a lease A still holds")
+}
+
+// clusterFleet runs managers on the cluster, each with its own client and proxies, over static
+// endpoints, in the cluster layout.
+type clusterFleet struct {
+	t   *testing.T
+	c   *topology.Cluster
+	px  chaos.Proxies
+	cfg Config
+	log *pollLog
+
+	mu  sync.Mutex
+	ms  map[string]*Manager
+	eps []string
+}
+
+func newClusterFleet(t *testing.T, c *topology.Cluster, px chaos.Proxies, eps []string) *clusterFleet {
+	cfg := testConfig()
+	cfg.KeyLayout = LayoutCluster
+	cfg.Targets = StaticTargets(eps)
+	f := &clusterFleet{t: t, c: c, px: px, cfg: cfg, log: newPollLog(20 * time.Millisecond), ms: map[string]*Manager{}, eps: eps}
+	t.Cleanup(func() {
+		if o := f.log.overlaps(); len(o) > 0 {
+			t.Errorf("overlapping polls by different instances:\n%v", o)
+		}
+	})
+	return f
+}
+
+func (f *clusterFleet) start(id string) *Manager {
+	f.t.Helper()
+	cfg := f.cfg
+	cfg.InstanceID = id
+	cfg.Logger = quietLogger()
+	cfg.Poll = f.log.pollFunc(id)
+	cfg.Observe = f.log.observe
+	m, err := New(clusterClient(f.t, f.c, f.px, id), cfg)
+	require.NoError(f.t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	require.NoError(f.t, m.Start(ctx))
+	f.t.Cleanup(func() {
+		sctx, c := context.WithTimeout(context.Background(), 5*time.Second)
+		defer c()
+		_ = m.Stop(sctx)
+		cancel()
+	})
+	f.mu.Lock()
+	f.ms[id] = m
+	f.mu.Unlock()
+	return m
+}
+
+// holders maps each endpoint to the instances that say they hold it.
+func (f *clusterFleet) holders() map[string][]string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[string][]string{}
+	for id, m := range f.ms {
+		for _, ep := range m.Held() {
+			out[ep] = append(out[ep], id)
+		}
+	}
+	return out
+}
+
+// allHeldOnce reports whether every endpoint has exactly one holder.
+func (f *clusterFleet) allHeldOnce() bool {
+	h := f.holders()
+	for _, ep := range f.eps {
+		if len(h[ep]) != 1 {
+			return false
+		}
+	}
+	return true
+}
+
+// tokensIncrease checks that each endpoint's polls, in start order, never carry a smaller token.
+func (f *clusterFleet) tokensIncrease() {
+	f.t.Helper()
+	for _, ep := range f.eps {
+		ps := f.log.pollsOf(ep)
+		slices.SortFunc(ps, func(a, b pollRecord) int { return a.start.Compare(b.start) })
+		for i := 1; i < len(ps); i++ {
+			require.GreaterOrEqual(f.t, ps[i].token, ps[i-1].token, "%s: poll by %s after one by %s", ep, ps[i].instance, ps[i-1].instance)
+		}
+	}
+}
+
+func TestClusterFleetSurvivesPrimaryKill(t *testing.T) {
+	c, px := startCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	eps := endpoints(9)
+	f := newClusterFleet(t, c, px, eps)
+	admin := clusterClient(t, c, px, "admin")
+	require.NoError(t, MarkEstablishedEndpoints(ctx, admin, f.cfg.KeyPrefix, eps))
+	for _, id := range []string{"a", "b", "c"} {
+		f.start(id)
+	}
+	require.Eventually(t, f.allHeldOnce, settle, 20*time.Millisecond, "every endpoint acquired once")
+	k := newKeys(f.cfg.KeyPrefix, LayoutCluster)
+	// Renewed: every endpoint has renewals by now or shortly.
+	require.Eventually(t, func() bool {
+		for _, ep := range eps {
+			if len(f.log.renewalsFor(ep)) == 0 {
+				return false
+			}
+		}
+		return true
+	}, settle, 20*time.Millisecond, "every endpoint renewed")
+
+	// Kill the primary of eps[0]'s shard without waiting for replication: the promoted replica may
+	// lack the latest writes, and its guard holds back grants of that shard's endpoints for one TTL.
+	killedAt := time.Now()
+	_, _, err := c.KillPrimary(ctx, k.lease(eps[0]))
+	require.NoError(t, err)
+	t.Logf("failover took %s", time.Since(killedAt).Round(time.Millisecond))
+	// Single holder throughout (checked by overlaps at cleanup, and by beliefs while we wait), and
+	// every endpoint held again.
+	deadline := time.Now().Add(settle + f.cfg.LeaseTTL)
+	for !f.allHeldOnce() {
+		for ep, hs := range f.holders() {
+			require.LessOrEqual(t, len(hs), 1, "%s believed held by %v", ep, hs)
+		}
+		require.True(t, time.Now().Before(deadline), "every endpoint held again after the promotion")
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Logf("every endpoint held again %s after the kill", time.Since(killedAt).Round(time.Millisecond))
+	f.tokensIncrease()
+}
+
+func TestClusterRenewalsGoOnWhileSlotMigrates(t *testing.T) {
+	c, px := startCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	eps := endpoints(6)
+	f := newClusterFleet(t, c, px, eps)
+	admin := clusterClient(t, c, px, "admin")
+	require.NoError(t, MarkEstablishedEndpoints(ctx, admin, f.cfg.KeyPrefix, eps))
+	f.start("a")
+	f.start("b")
+	require.Eventually(t, f.allHeldOnce, settle, 20*time.Millisecond, "every endpoint acquired once")
+
+	k := newKeys(f.cfg.KeyPrefix, LayoutCluster)
+	ep := eps[0]
+	holder := f.holders()[ep][0]
+	slot, err := c.Slot(ctx, k.lease(ep))
+	require.NoError(t, err)
+	from := primaryOf(t, ctx, c, k.lease(ep))
+	var to *topology.ClusterNode
+	for _, s := range []int{0, 6000, 12000} {
+		if n, err := c.PrimaryOf(ctx, s); err == nil && n != from {
+			to = n
+			break
+		}
+	}
+	require.NotNil(t, to)
+	before := len(f.log.renewalsFor(ep))
+	// One key per MIGRATE, a renewal interval apart: renewals meet the slot half moved (ASK).
+	require.NoError(t, c.MigrateSlot(ctx, slot, to, 1, f.cfg.RenewInterval))
+	after := primaryOf(t, ctx, c, k.lease(ep))
+	require.Equal(t, to, after, "the slot moved")
+	// Renewals went on across the move and after it, by the same holder, without a loss.
+	require.Eventually(t, func() bool { return len(f.log.renewalsFor(ep)) >= before+3 }, settle, 20*time.Millisecond)
+	require.Equal(t, []string{holder}, f.holders()[ep], "the holder kept the lease")
+	for _, e := range f.log.eventsFor(ep) {
+		require.NotEqual(t, EventLost, e.Kind, "%s lost during the migration: %+v", ep, e)
+		require.NotEqual(t, EventExpired, e.Kind, "%s expired during the migration: %+v", ep, e)
+	}
+}
