@@ -77,6 +77,21 @@
 // A promoted replica is a new run too, so failover re-arms the guard; but a replica that lost acknowledged
 // writes can still bring back an old holding, which is why the topology assumed is a single server.
 //
+// # Redis Cluster
+//
+// A role's keys are <prefix>{<role>}:leader, :term, :epoch, :hb and the :released channel: the role is
+// their hash tag, so every script touches one slot and the election runs on Redis Cluster unchanged
+// (a role name must not begin with '}'). The guard and the term are then per role on the shard that
+// serves it. When that shard's primary dies and its replica is promoted, the replica's epoch key names
+// the old primary's run_id, so its first acquire re-arms the guard for one TTL: a holding the replica
+// never received cannot be granted again while its holder may still lead, and the first term after the
+// guard is the promoted server's time, at least one TTL past every term the old primary granted (given
+// shard clocks within one TTL of each other). A holding the replica does have keeps being renewed by
+// its leader. What stays outside the assumptions is a primary cut off from its replicas but not from
+// clients: it goes on granting and renewing for one leader while the promoted replica, once its guard
+// is over, grants to another. Give the go-redis ClusterClient a short ClusterStateReloadInterval: a dead
+// primary sends no MOVED, and go-redis otherwise learns the new one only at its periodic reload.
+//
 // # Lost replies (Redis)
 //
 // A request whose reply is lost (a one-way partition, a connection cut after the request went out) may

@@ -30,8 +30,48 @@
 // hour after its last heartbeat expired: see nodeKeys), <prefix>epoch ("<end of the fresh-dataset guard in Redis microseconds> <run_id>", no
 // TTL: one key per prefix). Every key is bounded: endpoints that are gone leave nothing behind for
 // longer than the fence TTL. Scripts documents the Lua conventions. Renew and
-// release touch one key each; acquire also touches the fence counter and the epoch key, which are in
-// other hash slots, so on Redis Cluster (a non-goal for now) acquire would need the three keys co-located.
+// release touch one key each; acquire also touches the fence counter and the epoch key. Those names
+// are the single layout; the cluster layout is below.
+//
+// # Key layouts
+//
+// Config.KeyLayout chooses how an endpoint's keys are named. LayoutSingle, the default, is the layout
+// above: the three keys acquire touches lie in three hash slots, which one Redis primary (alone, or
+// with replicas and Sentinel) does not mind and Redis Cluster refuses (CROSSSLOT). LayoutCluster makes
+// the endpoint a hash tag and gives it an epoch key of its own: <prefix>lease:{<endpoint>},
+// <prefix>fence:{<endpoint>}, <prefix>epoch:{<endpoint>} (TTL the fence TTL, refreshed by every grant).
+// Every script then touches one slot, and an endpoint's lease, fencing counter and guard live on the
+// shard that serves it and move with its slot. Heartbeats, the registry and the channel are separate
+// commands, which a cluster client routes one by one. The KeyPrefix must then hold no '{' or '}', and
+// an endpoint ID must not begin with '}' (its keys would hash whole, to different slots).
+//
+// The guard and fencing per shard. A shard's primary can be lost and its replica promoted; the replica
+// may lack the last writes (an acknowledged grant, a renewal, fencing increments), exactly as a
+// restart from an older snapshot lacks them. The guard treats both alike because it binds each epoch
+// to the run_id of the server that wrote it, read by the acquire script itself: the epoch key the
+// replica holds names the old primary's run_id (replication copies the key's value, and every process
+// has its own run_id), so the promoted replica's first acquire for each endpoint re-arms that
+// endpoint's guard and grants nothing for one LeaseTTL, by which time every holder of a lost grant has
+// stopped. Holders whose leases did reach the replica keep renewing them. Fencing tokens stay above
+// every lost one for the same reason as after a restart: a token is max(counter+1, Redis TIME in µs),
+// the first grant after a promotion is at least one LeaseTTL after it, and every lost token was issued
+// before it, so tokens keep increasing as long as the shards' clocks differ by less than LeaseTTL.
+//
+// The price of per-endpoint guards: an endpoint whose epoch key is missing (its first grant ever, or
+// none for the fence TTL) waits one LeaseTTL before its first grant, as in the single layout a whole
+// new dataset does; MarkEstablishedEndpoints skips that wait where it is known to be safe. Instances
+// refused by one endpoint's guard go on acquiring the others.
+//
+// Why an option and not a new layout for everyone: the two layouts name different keys, so instances
+// of one do not see the leases of the other, and a fleet upgraded one instance at a time across a
+// change of layout would poll every endpoint twice until the last old instance stopped. Deployments on
+// one primary therefore keep their keys and need no migration. To move a fleet to the cluster layout
+// (for instance before moving to Redis Cluster): stop every instance of the old layout (Stop releases
+// their leases), then start the new ones, which wait out each endpoint's guard; never run both
+// layouts on one KeyPrefix at once. A go-redis ClusterClient learns a promoted primary from a MOVED
+// reply or from its periodic state reload, and a killed primary sends no MOVED: set
+// ClusterStateReloadInterval to a fraction of LeaseTTL (the default, 60s since go-redis v9.22, leaves
+// an instance dialling a dead primary for a minute, failing closed all the while).
 //
 // # States
 //
@@ -77,9 +117,12 @@
 //     wall clock, so a step forward expires every lease early (while holders still believe) and a step
 //     back can make fencing tokens go backwards once a counter has expired. Run NTP/chrony in slew
 //     mode on the Redis host (e.g. chrony without makestep after boot);
-//   - Redis does not lose an acknowledged write without also losing every lease key, i.e. a single
-//     primary, no failover to a lagging replica, and no eviction of keys (maxmemory-policy noeviction);
-//     a restart with an empty dataset is covered by the fresh-dataset guard below;
+//   - Redis does not lose an acknowledged write except by a restart or a failover to another server
+//     (which the fresh-dataset guard below detects by the server's run_id), and does not evict keys
+//     (maxmemory-policy noeviction); in particular a failover that keeps the old primary's process
+//     serving writes (a primary cut off from its replicas and sentinels but not from clients) is
+//     outside these assumptions: nothing the client can see distinguishes its acknowledged writes from
+//     those that will survive;
 //   - the PollFunc stops touching the endpoint promptly once its context is done (within SafetyMargin).
 //
 // The reason: a grant or renewal confirmed by a request sent at local time t0 is believed only until
