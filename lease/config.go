@@ -75,6 +75,11 @@ type Config struct {
 	// OpTimeout bounds every Redis call (one pipelined round trip counts as one call). Default 2s; less than
 	// RenewInterval. Also set ContextTimeoutEnabled on the client so this bounds socket reads.
 	OpTimeout time.Duration
+	// WaitReplicas, when positive, makes a grant or renewal count only once WAIT reports it on that
+	// many replicas within OpTimeout; otherwise it fails like a call without a reply (fail closed). It
+	// narrows, and does not close, the loss of a lease in a failover: see wait.go and the package doc.
+	// Default 0 (off). Not with a ClusterClient.
+	WaitReplicas int
 	// DriftBound is the largest relative clock rate error assumed between this instance and Redis
 	// (0.01 = 1%). Default 0.01; in [0, 0.5).
 	DriftBound float64
@@ -156,6 +161,8 @@ func (c Config) Validate() error {
 		return invalid("InstanceID", "(%q) must not contain white space", c.InstanceID)
 	case c.KeyPrefix == "":
 		return invalid("KeyPrefix", "must not be empty")
+	case c.WaitReplicas < 0:
+		return invalid("WaitReplicas", "(%d) must not be negative (0 turns WAIT off)", c.WaitReplicas)
 	case c.KeyLayout != "" && c.KeyLayout != LayoutSingle && c.KeyLayout != LayoutCluster:
 		return invalid("KeyLayout", "(%q) must be %q or %q", c.KeyLayout, LayoutSingle, LayoutCluster)
 	case c.KeyLayout == LayoutCluster && strings.ContainsAny(c.KeyPrefix, "{}"):

@@ -62,6 +62,16 @@
 // new dataset does; MarkEstablishedEndpoints skips that wait where it is known to be safe. Instances
 // refused by one endpoint's guard go on acquiring the others.
 //
+// Waiting for replicas. With Config.WaitReplicas = n, every batch of grants and renewals ends with
+// WAIT n on the same connection, bounded by the call's OpTimeout, and a grant or renewal that WAIT does
+// not report on n replicas counts as failed (fail closed). A belief then rests on a write that n
+// replicas had received, so promoting one of them keeps it. It does not make Redis consistent: a
+// failover may still promote a replica that had not acknowledged (n below the number of replicas, or
+// a replica that lagged), replicas acknowledge receipt and not durability, and a primary isolated from
+// its sentinels but not from its clients and replicas goes on acknowledging while another is elected.
+// The guard still treats every promotion as a restart. Not with a ClusterClient (WAIT counts one
+// connection's writes; a cluster pipeline has one per shard). See wait.go.
+//
 // Why an option and not a new layout for everyone: the two layouts name different keys, so instances
 // of one do not see the leases of the other, and a fleet upgraded one instance at a time across a
 // change of layout would poll every endpoint twice until the last old instance stopped. Deployments on

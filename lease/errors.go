@@ -12,6 +12,9 @@ var (
 	ErrAlreadyStarted = errors.New("lease: already started")
 	// ErrNotRunning is returned by Stop when the manager was never started, has crashed or is stopped.
 	ErrNotRunning = errors.New("lease: not running")
+	// ErrNotReplicated: with Config.WaitReplicas, WAIT did not report a grant or renewal on enough
+	// replicas within OpTimeout; the call counts as failed (fail closed).
+	ErrNotReplicated = errors.New("lease: not acknowledged by enough replicas")
 
 	// The causes a poll's context carries (context.Cause) when it ends.
 

@@ -102,6 +102,9 @@ func New(client redis.UniversalClient, cfg Config) (*Manager, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if err := checkWaitClient(client, cfg); err != nil {
+		return nil, err
+	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}

@@ -24,11 +24,11 @@ func (m *Manager) acquireCall(endpoint, value string) *scriptCall {
 	case m.mut.Has(mutation.AcquireNotIdempotent):
 		script = mutantAcquireNotIdempotent
 	}
-	return &scriptCall{
+	return m.withWait(&scriptCall{
 		script: script,
 		keys:   []string{m.keys.lease(endpoint), m.keys.fence(endpoint), m.keys.epoch(endpoint)},
 		args:   m.acquireArgs(value),
-	}
+	})
 }
 
 func (m *Manager) renewCall(endpoint, value string) *scriptCall {
@@ -39,11 +39,11 @@ func (m *Manager) renewCall(endpoint, value string) *scriptCall {
 			return func() (int64, error) { ok, err := c.Result(); return b2i(ok), err }
 		}}
 	}
-	return &scriptCall{
+	return m.withWait(&scriptCall{
 		script: renewScript,
 		keys:   []string{m.keys.lease(endpoint)},
 		args:   []any{value, ttlMillis(m.cfg.LeaseTTL)},
-	}
+	})
 }
 
 // releaseCall deletes the lease if it holds value; announce publishes the release to the fleet.

@@ -168,7 +168,10 @@ type scriptCall struct {
 	args   []any
 	// plain, when set, replaces the script by plain commands queued on the pipeline (mutants only); the
 	// returned function reads the result once the pipeline has run.
-	plain   func(ctx context.Context, p redis.Pipeliner) func() (int64, error)
+	plain func(ctx context.Context, p redis.Pipeliner) func() (int64, error)
+	// wait, when positive, is Config.WaitReplicas for a grant or renewal: the batch ends with WAIT,
+	// and a write it does not report on wait replicas fails with ErrNotReplicated (wait.go).
+	wait    int
 	sent    time.Time // when the request that produced res was sent (on the manager's clock)
 	replied time.Time // when its reply (or failure) came back
 	res     int64
@@ -203,6 +206,7 @@ func runBatch(ctx context.Context, c redis.UniversalClient, now func() time.Time
 				cmds[i] = sc.script.EvalSha(ctx, p, sc.keys, sc.args...)
 			}
 		}
+		wait := queueWait(ctx, p, batch)
 		sent := now()
 		_, _ = p.Exec(ctx)
 		replied := now()
@@ -216,6 +220,7 @@ func runBatch(ctx context.Context, c redis.UniversalClient, now func() time.Time
 			if errors.Is(sc.err, redis.Nil) {
 				sc.res, sc.err = 0, nil
 			}
+			settleWait(sc, wait)
 		}
 	}
 	exec(false, calls)
