@@ -26,8 +26,14 @@ import (
 // the announced addresses by their go-redis Dialer: a fault on one client's link touches no one else.
 //
 // The bus goes through a proxy because Redis 7 lets a node announce its bus port apart from its client
-// port; the bus protocol itself is plain TCP, so toxiproxy forwards it unchanged. What cannot be
-// proxied per client is the bus and the replication: they are links between nodes, one each.
+// port; the bus protocol itself is plain TCP, so toxiproxy forwards it unchanged. Where it falls short:
+// a node announces one bus address to every peer, so its BusLink carries the connections the others
+// open to it, while the connections it opens go through their BusLinks. Cutting one node's BusLink
+// therefore leaves the others' pings to it unanswered but still delivers its own pings to them, and
+// Redis counts any message from a node as a sign of life: the node is not marked failed. Isolating one
+// node from the failure detector takes a pause or a kill (or cutting every BusLink, the whole bus). The
+// same holds for replication: a replica dials its primary's Link, shared by every replica of it and by
+// the redirects clients follow; only clients get links of their own (ClientLinks).
 
 // Cluster sizes: three shards of one primary and one replica, as redis-cli --cluster create
 // --cluster-replicas 1 would build.
