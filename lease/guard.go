@@ -107,9 +107,12 @@ func (m *Manager) scheduleEndpointGuards(refused []string) {
 // an earlier dataset can still be running.
 func MarkEstablishedEndpoints(ctx context.Context, client redis.UniversalClient, keyPrefix string, endpoints []string) error {
 	k := newKeys(keyPrefix, LayoutCluster)
+	// The epoch keys expire as the acquire script leaves them, with the default fence TTL (a Config
+	// with a longer LeaseTTL refreshes them to its own at each grant).
+	keep := ttlMillis(DefaultConfig().fenceTTL())
 	p := client.Pipeline()
 	for _, ep := range endpoints {
-		establishScript.Eval(ctx, p, []string{k.epoch(ep)})
+		establishScript.Eval(ctx, p, []string{k.epoch(ep)}, keep)
 	}
 	_, err := p.Exec(ctx)
 	return err

@@ -55,7 +55,8 @@ var (
 //     key is the endpoint's own, <KeyPrefix>epoch:{<endpoint>}: every call touches one slot.
 //   - ARGV[1] is the holding value (the lease key's value): <instance ID>:<attempt nonce>, new for every
 //     acquire attempt and the same across client re-sends of that attempt; ARGV[2] the lease TTL in
-//     milliseconds. Acquire's ARGV[3] is the fencing counter's TTL in milliseconds.
+//     milliseconds. Acquire's ARGV[3] is the fencing counter's TTL in milliseconds, and ARGV[4], in the
+//     cluster layout only, the per-endpoint epoch key's.
 //   - acquire returns the fencing token (> 0) when the lease holds ARGV[1] after the call (also when it
 //     already did: a re-sent acquire is idempotent and returns the same token), 0 when any other value
 //     holds it (another instance, or an earlier holding of this one), and -1 while the fresh-dataset
