@@ -43,7 +43,7 @@ func checkValidity(idx *index, opts Options) Result {
 	type key struct{ inst, ep string }
 	grants := map[key][]*history.Event{}
 	blind := map[key][]*history.Event{} // confirmed unconditional renewals (PEXPIRE), by whom sent them
-	tried := map[key]bool{}              // the poller asked for the endpoint, whatever the answer
+	tried := map[key]bool{}             // the poller asked for the endpoint, whatever the answer
 	anyGrant := false
 	for _, e := range idx.ops {
 		if e.Op.Kind != history.OpAcquire && e.Op.Kind != history.OpRenew {
