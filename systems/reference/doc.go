@@ -5,7 +5,9 @@
 // It also registers their checker-power mutants as hidden systems (listed by no `simrun list`, run by
 // name with --system): "mutant-<mechanism>" for each entry of LeaseMutants, and the election mutants
 // "mutant-election-term-unchecked" and "mutant-election-no-cancel". Each is the reference with one
-// safety mechanism of internal/mutation removed, for the tests that show a scenario catches it.
+// safety mechanism of internal/mutation removed, for the tests that show a scenario catches it. Hidden
+// too is "reference-wait", the reference with lease.Config.WaitReplicas = 1, which holds nothing on a
+// Redis without replicas. On a go-redis ClusterClient the reference runs in the cluster key layout.
 //
 // The systems register themselves with sim.Register when the package is imported, as a user's system
 // does; simcli imports the package, since its defaults and the matrix's verdict name these systems.

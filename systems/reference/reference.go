@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/tenurelabs/tenure/history"
 	"github.com/tenurelabs/tenure/internal/mutation"
 	"github.com/tenurelabs/tenure/lease"
@@ -23,6 +25,7 @@ type Reference struct {
 	name      string
 	scripts   map[string]string // SHA1 -> "acquire" | "renew" | "release"
 	mutations mutation.Set      // empty for the reference itself; one mechanism removed for a mutant
+	wait      int               // lease.Config.WaitReplicas (reference-wait: wait.go)
 }
 
 // NewReference returns the reference system.
@@ -51,6 +54,10 @@ func (r Reference) NewInstance(c sim.InstanceConfig) (sim.Instance, error) {
 	cfg.Rand = rand.New(rand.NewSource(c.Seed))
 	cfg.Logger = c.Logger
 	cfg.Mutations = r.mutations
+	cfg.WaitReplicas = r.wait
+	if _, ok := c.Client.(*redis.ClusterClient); ok {
+		cfg.KeyLayout = lease.LayoutCluster // every script in one slot
+	}
 	poll := c.Poll
 	cfg.Poll = func(ctx context.Context, p lease.Poll) error { return poll(ctx, p.Endpoint, p.Token) }
 	if c.Observe != nil {

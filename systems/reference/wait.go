@@ -1,0 +1,19 @@
+package reference
+
+import (
+	"github.com/tenurelabs/tenure/lease"
+	"github.com/tenurelabs/tenure/sim"
+)
+
+// WaitSystemName is the reference with lease.Config.WaitReplicas = 1: a grant or renewal counts only
+// once WAIT reports it on one replica within the call's bound, and fails closed otherwise.
+const WaitSystemName = "reference-wait"
+
+// It is registered hidden (run it by name with --system) because it only makes sense on a primary with
+// replicas: on a lone redis-server no WAIT is ever acknowledged, so it never holds a lease.
+func init() { sim.RegisterHidden(WaitSystemName, func() sim.System { return NewReferenceWait(1) }) }
+
+// NewReferenceWait returns the reference with WaitReplicas = replicas, named reference-wait.
+func NewReferenceWait(replicas int) Reference {
+	return Reference{name: WaitSystemName, scripts: lease.ScriptNames(), wait: replicas}
+}
