@@ -14,6 +14,7 @@ import (
 
 	"github.com/tenurelabs/tenure/chaos"
 	"github.com/tenurelabs/tenure/internal/redisserver"
+	"github.com/tenurelabs/tenure/internal/redistest"
 	"github.com/tenurelabs/tenure/internal/topology"
 )
 
@@ -308,5 +309,33 @@ func TestClusterRenewalsGoOnWhileSlotMigrates(t *testing.T) {
 	for _, e := range f.log.eventsFor(ep) {
 		require.NotEqual(t, EventLost, e.Kind, "%s lost during the migration: %+v", ep, e)
 		require.NotEqual(t, EventExpired, e.Kind, "%s expired during the migration: %+v", ep, e)
+	}
+}
+
+// In the cluster layout a fresh dataset guards each endpoint on its own: nothing is granted for one
+// LeaseTTL from the first attempt, then every endpoint is acquired (at the guard's end, read from the
+// endpoints' epoch keys, not only at the next periodic pass). One primary serves the layout too.
+func TestClusterLayoutFreshDatasetGuardsEachEndpoint(t *testing.T) {
+	srv := redistest.Start(t)
+	eps := endpoints(5)
+	cfg := testConfig()
+	cfg.KeyLayout = LayoutCluster
+	cfg.Targets = StaticTargets(eps)
+	f := newFleet(t, srv.Addr(), cfg)
+	started := time.Now()
+	m := f.start("a")
+	require.Eventually(t, func() bool { return len(m.Held()) == len(eps) }, cfg.LeaseTTL+cfg.RenewInterval+settle, 10*time.Millisecond)
+	took := time.Since(started)
+	t.Logf("every endpoint held %s after start (LeaseTTL %s)", took.Round(time.Millisecond), cfg.LeaseTTL)
+	for _, ep := range eps {
+		ev := f.log.eventsFor(ep)
+		require.NotEmpty(t, ev)
+		require.GreaterOrEqual(t, ev[0].At.Sub(started), cfg.LeaseTTL, "%s granted inside its guard", ep)
+	}
+	c := newClient(t, srv.Addr())
+	k := newKeys(cfg.KeyPrefix, LayoutCluster)
+	for _, ep := range eps {
+		require.Equal(t, int64(3), c.Exists(context.Background(), k.lease(ep), k.fence(ep), k.epoch(ep)).Val(),
+			"%s: lease, fence and epoch keys in the cluster layout", ep)
 	}
 }
