@@ -239,8 +239,8 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// Nodes returns every node, primaries of the initial layout first.
-func (c *Cluster) Nodes() []*ClusterNode { return c.nodes }
+// Members returns every node, primaries of the initial layout first.
+func (c *Cluster) Members() []*ClusterNode { return c.nodes }
 
 // Seeds are the announced addresses of the nodes, for ClusterOptions.Addrs.
 func (c *Cluster) Seeds() []string {

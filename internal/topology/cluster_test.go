@@ -107,7 +107,7 @@ func TestClusterStartsWholeAndFailsOver(t *testing.T) {
 	// unanswered (its own pings to them still arrive, through their proxies, which is why it is not
 	// marked failed: see the package notes).
 	var victim *ClusterNode
-	for _, n := range c.Nodes() {
+	for _, n := range c.Members() {
 		if n.Server.Running() && n != to && n != from {
 			victim = n
 			break
