@@ -57,6 +57,10 @@
 // the first grant after a promotion is at least one LeaseTTL after it, and every lost token was issued
 // before it, so tokens keep increasing as long as the shards' clocks differ by less than LeaseTTL.
 //
+// A slot migration (MIGRATE keeps values and TTLs) moves epoch keys that name the source's run_id, so
+// the target's first acquire of each moved endpoint re-arms its guard once: renewals go on across the
+// move (TestClusterRenewalsGoOnWhileSlotMigrates), grants of those endpoints wait one LeaseTTL.
+//
 // The price of per-endpoint guards: an endpoint whose epoch key is missing (its first grant ever, or
 // none for the fence TTL) waits one LeaseTTL before its first grant, as in the single layout a whole
 // new dataset does; MarkEstablishedEndpoints skips that wait where it is known to be safe. Instances
