@@ -63,6 +63,8 @@ type ClusterOptions struct {
 
 // ClusterNode is one redis-server of the cluster.
 type ClusterNode struct {
+	// Name identifies the node in reports and faults: redis-0 .. redis-5, in creation order.
+	Name string
 	// Server is the process: kill, pause, resume.
 	Server *redisserver.Server
 	// Link is the proxy the node announces for its client port (what replicas, redirects and
@@ -123,6 +125,7 @@ func StartCluster(ctx context.Context, opts ClusterOptions) (*Cluster, error) {
 			return nil, err
 		}
 		n.Shard = i % clusterShards
+		n.Name = fmt.Sprintf("redis-%d", i)
 		c.nodes = append(c.nodes, n)
 	}
 	if err := c.create(ctx); err != nil {
