@@ -157,7 +157,7 @@ func plan(o Options) (planned, error) {
 	if err := chaos.Validate(steps, sc.Instances, sessions); err != nil {
 		return p, fmt.Errorf("%w: scenario %s: %v", ErrOptions, sc.Name, err)
 	}
-	backendSpec, err := BackendFor(o.Backend, steps)
+	backendSpec, err := BackendForScenario(o.Backend, sc.Topology, steps)
 	if err != nil {
 		return p, fmt.Errorf("%w: scenario %s: %v", ErrOptions, sc.Name, err)
 	}
@@ -219,7 +219,7 @@ func lacksControl(spec string, pause bool) string {
 		spec = "embedded"
 	}
 	switch {
-	case spec == "server" || strings.HasPrefix(spec, "server:"):
+	case spec == "server" || strings.HasPrefix(spec, "server:") || spec == TopologySentinel:
 		return ""
 	case spec == "embedded" && pause:
 		return "the embedded Redis (chosen because no redis-server is installed, or asked for) cannot pause"
@@ -244,11 +244,11 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	res.Schedule = schedule
 	sc := o.effectiveScenario()
 
-	spec, err := BackendFor(o.Backend, schedule)
+	spec, err := BackendForScenario(o.Backend, sc.Topology, schedule)
 	if err != nil {
 		return res, err
 	}
-	backend, err := OpenBackend(ctx, spec)
+	backend, err := OpenBackendWith(ctx, spec, BackendOptions{TimeScale: o.TimeScale, Seed: o.Seed})
 	if err != nil {
 		return res, err
 	}
@@ -287,8 +287,10 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	if backend.Shared() {
 		ns = "tenure-" + runID + ":"
 	}
-	admin := redis.NewClient(&redis.Options{Addr: backend.Addr(), MaxRetries: 3, ContextTimeoutEnabled: true})
-	defer admin.Close()
+	admin, owned := adminClient(backend)
+	if owned {
+		defer admin.Close()
+	}
 	if err := admin.Ping(ctx).Err(); err != nil {
 		return res, fmt.Errorf("sim: backend %s does not answer: %w", backend.Describe(), err)
 	}
@@ -300,6 +302,7 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 
 	start := time.Now()
 	rec := history.NewRecorderFrom(start)
+	defer watchBackend(ctx, backend, rec)()
 	logger := slog.New(newOnceKeys(slog.NewJSONHandler(discardIfNil(o.Log), &slog.HandlerOptions{Level: slog.LevelInfo})))
 	r := &runner{
 		o: o, sc: sc, timing: timing, rec: rec, rng: rng, backend: backend, proxies: proxies,

@@ -252,6 +252,10 @@ func (t *Sentinel) Describe() string {
 // NewClient implements Topology: a FailoverClient that asks the sentinels for the primary and follows
 // its promotions. Sentinel and data connections alike are opened by dial.
 func (t *Sentinel) NewClient(o ClientOptions, dial Dialer) redis.UniversalClient {
+	return t.failoverClient(o, dial)
+}
+
+func (t *Sentinel) failoverClient(o ClientOptions, dial Dialer) *redis.Client {
 	var addrs []string
 	for _, n := range t.Sentinels() {
 		addrs = append(addrs, n.Announced)
@@ -269,12 +273,12 @@ func (t *Sentinel) NewClient(o ClientOptions, dial Dialer) redis.UniversalClient
 
 // Direct returns a client of the topology that dials the nodes' processes directly, past every proxy:
 // the harness's own view (sessions, checks), which no fault on a link disturbs.
-func (t *Sentinel) Direct() redis.UniversalClient {
+func (t *Sentinel) Direct() *redis.Client {
 	local := map[string]string{}
 	for _, n := range t.nodes {
 		local[n.Announced] = n.Listen
 	}
-	return t.NewClient(ClientOptions{DialTimeout: 2 * time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second, PoolSize: 4, MaxRetries: 3},
+	return t.failoverClient(ClientOptions{DialTimeout: 2 * time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second, PoolSize: 4, MaxRetries: 3},
 		MapDialer(local, 2*time.Second))
 }
 
