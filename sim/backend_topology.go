@@ -221,3 +221,35 @@ func watchBackend(ctx context.Context, b Backend, rec *history.Recorder) (stop f
 	}
 	return func() {}
 }
+
+var _ chaos.Replicated = (*sentinelBackend)(nil)
+
+// Primary implements chaos.Replicated.
+func (b *sentinelBackend) Primary(ctx context.Context) (string, error) {
+	p, err := b.t.Primary(ctx)
+	return p.Name, err
+}
+
+// DataNodes implements chaos.Replicated.
+func (b *sentinelBackend) DataNodes() []string {
+	var out []string
+	for _, n := range b.t.DataNodes() {
+		out = append(out, n.Name)
+	}
+	return out
+}
+
+// KillNode implements chaos.Replicated.
+func (b *sentinelBackend) KillNode(name string) error {
+	s, err := b.t.Server(name)
+	if err != nil {
+		return err
+	}
+	return s.Kill()
+}
+
+// PeerLink implements chaos.Replicated.
+func (b *sentinelBackend) PeerLink(name string) (chaos.Link, error) { return b.t.PeerLink(name) }
+
+// Failover implements chaos.Replicated.
+func (b *sentinelBackend) Failover(ctx context.Context) error { return b.t.Failover(ctx) }

@@ -466,6 +466,9 @@ func assumptions(sc Scenario, t Timing, backend Backend, s chaos.Schedule) histo
 	if pr, ok := backend.(PersistenceReporter); ok && pr.Persistence() != "" {
 		a.Persistence = pr.Persistence()
 	}
+	if tb, ok := backend.(TopologyBackend); ok {
+		a.Topology = tb.Kind()
+	}
 	seen := map[string]bool{}
 	add := func(name string) {
 		if !seen[name] {
