@@ -431,8 +431,9 @@ func plan(f *runFlags, names []string) ([]job, string, error) {
 		if err != nil {
 			return nil, "", fmt.Errorf("%w: %v", errUsage, err)
 		}
-		// The backend this scenario runs on: a restart from files turns server into server:rdb or :aof.
-		if spec, err := sim.BackendFor(f.backend, sched); err == nil {
+		// The backend this scenario runs on: a restart from files turns server into server:rdb or :aof, a
+		// Sentinel scenario turns it into sentinel.
+		if spec, err := sim.BackendForScenario(f.backend, sc.Topology, sched); err == nil {
 			o.Backend = spec
 		}
 		o.Command = replay(o, *f)
