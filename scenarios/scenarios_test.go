@@ -48,7 +48,8 @@ func TestSuites(t *testing.T) {
 	require.Equal(t, want, ci.Scenarios, "ci runs every single-node scenario and one Sentinel scenario")
 	sen, err := scenarios.GetSuite("sentinel")
 	require.NoError(t, err)
-	require.Equal(t, []string{"sentinel-primary-kill", "sentinel-primary-isolated", "sentinel-replication-lag", "sentinel-manual-failover"}, sen.Scenarios)
+	require.Equal(t, []string{"sentinel-primary-kill", "sentinel-primary-isolated", "sentinel-replication-lag", "sentinel-manual-failover",
+		"election-sentinel-primary-kill-redis", "election-sentinel-primary-isolated-redis"}, sen.Scenarios)
 	require.Contains(t, ci.Scenarios, "election-conn-reset-pg")
 	for _, su := range scenarios.Suites() {
 		require.NotEmpty(t, su.Scenarios, su.Name)

@@ -55,6 +55,23 @@ var sentinelScenarios = []sim.Scenario{
 		Steady: w(120*s, 140*s), ExpectBalance: true, Fencing: true,
 		Outside: []string{chaos.ManualFailover{}.Name()},
 	},
+	// The Redis election on a Sentinel set: the leader's holding is one key, lost like any other.
+	{
+		Name:        "election-sentinel-primary-kill-redis",
+		Description: "The Sentinel set's primary is killed while a leader holds the role; a replica is promoted. Fencing must refuse any stale leader's action.",
+		System:      "election-redis", Instances: 3, Endpoints: 1, Duration: 150 * s, Topology: sim.TopologySentinel,
+		Steps:  chaos.Schedule{{At: 60 * s, Fault: chaos.PrimaryKill{}}},
+		Steady: w(130*s, 150*s), Fencing: true,
+		Outside: []string{chaos.PrimaryKill{}.Name()},
+	},
+	{
+		Name:        "election-sentinel-primary-isolated-redis",
+		Description: "The primary is cut off from its replicas and the sentinels for 50 s while every candidate still reaches it; the old primary's acknowledgements are discarded when it is demoted.",
+		System:      "election-redis", Instances: 3, Endpoints: 1, Duration: 170 * s, Topology: sim.TopologySentinel,
+		Steps:  chaos.Schedule{{At: 60 * s, For: 50 * s, Fault: chaos.PrimaryIsolate{}}},
+		Steady: w(150*s, 170*s), Fencing: true,
+		Outside: []string{chaos.PrimaryIsolate{}.Name()},
+	},
 }
 
 func init() { all = append(all, sentinelScenarios...) }
