@@ -30,10 +30,11 @@ func promotions(events []history.Event) []promotion {
 }
 
 // lostWrite diagnoses a key that has no linearization, on a backend that promoted a replica: it looks
-// for an acknowledged write — a successful acquire or renew, with a known reply — whose effect should
-// still have held when the operation no linearization could take (stuck) was called, and which that
-// operation contradicts: another owner acquired the key, the writer's own renew or release found it gone
-// or taken, or a read saw another value. When such a write exists and a promotion came between the
+// for an acknowledged write — a successful acquire, renew or release, with a known reply — whose effect
+// should still have held when the operation no linearization could take (stuck) was called, and which
+// that operation contradicts: after an acquire or renew, another owner acquired the key, the writer's own
+// renew or release found it gone or taken, or a read saw another value; after a release (and no
+// acknowledged acquire since), an acquire was refused, a read saw the releaser, or the releaser renewed. When such a write exists and a promotion came between the
 // write's call less one lease TTL (the oldest write still in force at the promotion) and the stuck
 // operation, the write is reported as lost by that promotion. It is a diagnosis of the likeliest cause
 // of the contradiction, not a second proof: the verdict is porcupine's.
@@ -46,13 +47,19 @@ func lostWrite(k *keyOps, stuck porcupine.Operation, proms []promotion, ttl time
 	for i := range k.ops {
 		op := &k.ops[i]
 		in, out := op.Input.(leaseInput), op.Output.(leaseOutput)
-		if (in.kind != history.OpAcquire && in.kind != history.OpRenew) || out.unknown || !out.ok {
-			continue
+		if out.unknown || !out.ok || op.Return >= stuck.Call {
+			continue // not acknowledged before the stuck call
 		}
-		if op.Return >= stuck.Call || time.Duration(op.Return)+in.ttl <= time.Duration(stuck.Call) {
-			continue // not acknowledged before the stuck call, or expired by then anyway
-		}
-		if !contradicts(in.owner, sin, sout) {
+		switch in.kind {
+		case history.OpAcquire, history.OpRenew:
+			if time.Duration(op.Return)+in.ttl <= time.Duration(stuck.Call) || !contradicts(in.owner, sin, sout) {
+				continue // expired by then anyway, or not at odds with the stuck operation
+			}
+		case history.OpRelease:
+			if !contradictsRelease(in.owner, sin, sout) || acquiredBetween(k, op.Return, stuck.Call) {
+				continue
+			}
+		default:
 			continue
 		}
 		if write == nil || op.Return > write.Return {
@@ -66,7 +73,7 @@ func lostWrite(k *keyOps, stuck porcupine.Operation, proms []promotion, ttl time
 	// A release of the write's own holding between the write and the stuck call explains the change.
 	for _, op := range k.ops {
 		in, out := op.Input.(leaseInput), op.Output.(leaseOutput)
-		if in.kind == history.OpRelease && in.owner == win.owner && op.Call > write.Call && op.Call < stuck.Call && (out.ok || out.unknown) {
+		if win.kind != history.OpRelease && in.kind == history.OpRelease && in.owner == win.owner && op.Call > write.Call && op.Call < stuck.Call && (out.ok || out.unknown) {
 			return "", nil, false
 		}
 	}
@@ -84,6 +91,34 @@ func lostWrite(k *keyOps, stuck porcupine.Operation, proms []promotion, ttl time
 		win.kind, win.owner, win.seq, time.Duration(write.Return).Round(time.Millisecond), by.what, by.at.Round(time.Millisecond),
 		sin.kind, sin.seq, time.Duration(stuck.Call).Round(time.Millisecond))
 	return msg, []int64{win.seq, by.seq, sin.seq}, true
+}
+
+// contradictsRelease reports whether the stuck operation's outcome is impossible once owner released the
+// key and nobody acquired it since.
+func contradictsRelease(owner string, in leaseInput, out leaseOutput) bool {
+	if out.unknown {
+		return false
+	}
+	switch in.kind {
+	case history.OpAcquire:
+		return !out.ok
+	case history.OpRenew:
+		return out.ok && in.owner == owner
+	case history.OpRead:
+		return out.value == owner
+	}
+	return false
+}
+
+// acquiredBetween reports whether an acquire on the key may have succeeded between from and to.
+func acquiredBetween(k *keyOps, from, to int64) bool {
+	for _, op := range k.ops {
+		in, out := op.Input.(leaseInput), op.Output.(leaseOutput)
+		if in.kind == history.OpAcquire && (out.ok || out.unknown) && op.Return > from && op.Call < to {
+			return true
+		}
+	}
+	return false
 }
 
 // lostWritePrefix begins the message of a violation diagnosed as a lost acknowledged write.

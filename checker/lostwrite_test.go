@@ -48,4 +48,13 @@ func TestLinearizabilityDiagnosesLostWriteAtPromotion(t *testing.T) {
 		op("b", acq, key, "b", ttl, ms(1200), ms(1210), true, "")
 	r = resultOf(t, Check(late.build(), DefaultOptions()), InvLinearizable)
 	require.Equal(t, Pass, r.Outcome, r.Message)
+
+	// A release the old primary acknowledged, lost: the key is still there for the next acquire.
+	rel := linOnly().op("a", acq, key, "a", ttl, ms(100), ms(110), true, "").
+		note(history.NotePromotion+"redis-0 -> redis-1", ms(300)).
+		op("a", history.OpRelease, key, "a", 0, ms(400), ms(410), true, "").
+		op("b", acq, key, "b", ttl, ms(500), ms(510), false, "")
+	r = resultOf(t, Check(rel.build(), DefaultOptions()), InvLinearizable)
+	require.Equal(t, Violated, r.Outcome, r.Message)
+	require.Contains(t, r.Violations[0].Message, "lost acknowledged write: release by a")
 }
