@@ -12,6 +12,7 @@ import (
 	"github.com/tenurelabs/tenure/history"
 	"github.com/tenurelabs/tenure/internal/redisserver"
 	"github.com/tenurelabs/tenure/sim"
+	"github.com/tenurelabs/tenure/systems/baselines"
 )
 
 func TestBackendForScenarioTopology(t *testing.T) {
@@ -44,7 +45,7 @@ func TestReplicatedFaultsNeedSentinel(t *testing.T) {
 	}
 	sc := sim.Scenario{Name: "kill-on-one-node", Instances: 1, Endpoints: 1, Duration: 20 * time.Second,
 		Steps: chaos.Schedule{{At: 5 * time.Second, Fault: chaos.PrimaryKill{}}}}
-	res, err := sim.Run(context.Background(), sim.Options{System: sim.Naive{}, Scenario: sc, Seed: 1, TimeScale: 0.05, Backend: "server"})
+	res, err := sim.Run(context.Background(), sim.Options{System: baselines.Naive{}, Scenario: sc, Seed: 1, TimeScale: 0.05, Backend: "server"})
 	require.NoError(t, err)
 	require.Len(t, res.FaultErrors, 1)
 	require.Contains(t, res.FaultErrors[0], "--redis sentinel")
@@ -58,7 +59,7 @@ func TestSentinelRunRecordsPromotionAndFollowsIt(t *testing.T) {
 	}
 	sc := sim.Scenario{Name: "sentinel-kill-short", Instances: 2, Endpoints: 3, Duration: 80 * time.Second, Topology: sim.TopologySentinel,
 		Steps: chaos.Schedule{{At: 30 * time.Second, Fault: chaos.PrimaryKill{}, Jitter: -1}}}
-	res, err := sim.Run(context.Background(), sim.Options{System: sim.Naive{}, Scenario: sc, Seed: 1, TimeScale: 0.1, Backend: "server"})
+	res, err := sim.Run(context.Background(), sim.Options{System: baselines.Naive{}, Scenario: sc, Seed: 1, TimeScale: 0.1, Backend: "server"})
 	require.NoError(t, err)
 	require.Empty(t, res.FaultErrors)
 	h := res.History
