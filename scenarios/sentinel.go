@@ -49,7 +49,7 @@ var sentinelScenarios = []sim.Scenario{
 	{
 		Name: "sentinel-manual-failover",
 		Description: "An operator runs SENTINEL FAILOVER while leases are held and renewed: a replica is promoted with no node down. " +
-			"The handover is graceful for the nodes, not for the clients: writes the old primary acknowledges until it is demoted are lost.",
+			"Sentinel does not stop writes on the old primary first, so a write it acknowledges before it is demoted can be lost.",
 		Instances: 3, Endpoints: 9, Duration: 140 * s, Topology: sim.TopologySentinel,
 		Steps:  chaos.Schedule{{At: 60 * s, Fault: chaos.ManualFailover{}}},
 		Steady: w(120*s, 140*s), ExpectBalance: true, Fencing: true,
