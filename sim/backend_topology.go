@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -53,7 +55,13 @@ type sentinelBackend struct {
 var _ TopologyBackend = (*sentinelBackend)(nil)
 
 func openSentinel(ctx context.Context, scale float64, seed int64) (Backend, error) {
-	t, err := topology.StartSentinel(ctx, topology.SentinelOptions{TimeScale: scale, Seed: seed})
+	// TENURE_TOPOLOGY_LOGS names a directory that receives the nodes' logs when the run ends (one
+	// sub-directory per run), to see what the sentinels decided.
+	var logDir string
+	if d := os.Getenv("TENURE_TOPOLOGY_LOGS"); d != "" {
+		logDir = filepath.Join(d, fmt.Sprintf("sentinel-%d-%d", seed, time.Now().UnixNano()))
+	}
+	t, err := topology.StartSentinel(ctx, topology.SentinelOptions{TimeScale: scale, Seed: seed, LogDir: logDir})
 	if err != nil {
 		if errors.Is(err, redisserver.ErrNoBinary) {
 			return nil, fmt.Errorf("sim: --redis sentinel runs real redis-server processes: install redis-server (Debian/Ubuntu: apt-get install redis-server; macOS: brew install redis): %w", err)

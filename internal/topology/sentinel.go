@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -49,6 +51,9 @@ type SentinelOptions struct {
 	Seed    int64
 	// ReadyTimeout bounds the wait for the topology to settle; default 30 s.
 	ReadyTimeout time.Duration
+	// LogDir, when set, receives each node's log (<name>.log, at level notice) when the topology
+	// closes: what the sentinels decided and when.
+	LogDir string
 }
 
 // Sentinel is a running primary/replica set under Sentinel.
@@ -151,6 +156,9 @@ func StartSentinel(ctx context.Context, o SentinelOptions) (_ *Sentinel, err err
 		} else {
 			args = append(args, "--replicaof", "127.0.0.1", primaryPort)
 		}
+		if o.LogDir != "" {
+			args = append(args, "--loglevel", "notice")
+		}
 		srv, err := redisserver.Start(redisserver.Options{Binary: o.Binary, Port: port, Args: args})
 		if err != nil {
 			return nil, fmt.Errorf("topology: start %s: %w", name, err)
@@ -174,7 +182,11 @@ func StartSentinel(ctx context.Context, o SentinelOptions) (_ *Sentinel, err err
 			"sentinel announce-port " + splitPort(link.Addr()),
 			"",
 		}, "\n")
-		srv, err := redisserver.Start(redisserver.Options{Binary: o.Binary, Port: port, Config: conf, Sentinel: true})
+		var args []string
+		if o.LogDir != "" {
+			args = []string{"--loglevel", "notice"}
+		}
+		srv, err := redisserver.Start(redisserver.Options{Binary: o.Binary, Port: port, Config: conf, Sentinel: true, Args: args})
 		if err != nil {
 			return nil, fmt.Errorf("topology: start %s: %w", name, err)
 		}
@@ -438,10 +450,29 @@ func (t *Sentinel) Failover(ctx context.Context) error {
 // Close implements Topology.
 func (t *Sentinel) Close() error {
 	t.closeOnce.Do(func() {
-		t.closeErr = t.started.close()
+		if t.opts.LogDir != "" {
+			t.closeErr = t.saveLogs()
+		}
+		t.closeErr = errors.Join(t.closeErr, t.started.close())
 		if t.own != nil {
 			t.closeErr = errors.Join(t.closeErr, t.own.Close())
 		}
 	})
 	return t.closeErr
+}
+
+// saveLogs copies every node's log into LogDir before the servers' directories are removed.
+func (t *Sentinel) saveLogs() error {
+	if err := os.MkdirAll(t.opts.LogDir, 0o755); err != nil {
+		return fmt.Errorf("topology: log dir: %w", err)
+	}
+	var errs []error
+	for _, n := range t.nodes {
+		b, err := os.ReadFile(filepath.Join(t.servers[n.Name].Dir(), "redis.log"))
+		if err == nil {
+			err = os.WriteFile(filepath.Join(t.opts.LogDir, n.Name+".log"), b, 0o644)
+		}
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }

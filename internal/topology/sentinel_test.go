@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -18,12 +20,16 @@ import (
 
 func startSentinel(t *testing.T) *topology.Sentinel {
 	t.Helper()
+	return startSentinelWith(t, topology.SentinelOptions{TimeScale: 0.1, Seed: 1})
+}
+
+func startSentinelWith(t *testing.T, o topology.SentinelOptions) *topology.Sentinel {
+	t.Helper()
 	if _, ok := redisserver.Available(); !ok {
 		t.Skip("redis-server not installed")
 	}
 	ctx := context.Background()
-	// A tenth of spec time: down-after 500 ms.
-	s, err := topology.StartSentinel(ctx, topology.SentinelOptions{TimeScale: 0.1, Seed: 1})
+	s, err := topology.StartSentinel(ctx, o)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, s.Close()) })
 	return s
@@ -46,7 +52,9 @@ func clientLinks(t *testing.T, s *topology.Sentinel) (map[string]chaos.Link, top
 }
 
 func TestSentinelPromotesAndClientFollows(t *testing.T) {
-	s := startSentinel(t)
+	logs := t.TempDir()
+	// A tenth of spec time: down-after 500 ms.
+	s := startSentinelWith(t, topology.SentinelOptions{TimeScale: 0.1, Seed: 1, LogDir: logs})
 	ctx := context.Background()
 	require.Len(t, s.DataNodes(), 3)
 	require.Len(t, s.Sentinels(), 3)
@@ -88,6 +96,12 @@ func TestSentinelPromotesAndClientFollows(t *testing.T) {
 	direct := s.Direct()
 	defer direct.Close()
 	require.Equal(t, "after", direct.Get(ctx, "k2").Val())
+
+	// The nodes' logs are kept when asked for: the sentinels' decisions can be read after the run.
+	require.NoError(t, s.Close())
+	b, err := os.ReadFile(filepath.Join(logs, "sentinel-0.log"))
+	require.NoError(t, err)
+	require.Contains(t, string(b), "+switch-master")
 }
 
 // A fault on a client's links leaves the peer traffic alone, and a client never dials an address that
