@@ -56,22 +56,26 @@ type Manager struct {
 	// heartbeat write in flight.
 	hbMu sync.Mutex
 
-	mu          sync.Mutex
-	state       lifecycle
-	slots       map[string]*slot     // endpoint -> its state here; absent = free with nothing stale
-	assigned    map[string]bool      // endpoints this instance is preferred for
-	targetSet   map[string]bool      // all current targets
-	instances   []string             // live instances at the last discovery
-	notified    map[string]time.Time // endpoint -> when another's release of it was announced
-	stopRelease []*holding           // holdings ended by Stop (or a crash), released in one batch by Stop
-	crashed     bool                 // Start's context ended while running: Stop still cleans up
-	cleaned     bool                 // Stop's clean-up has run
-	unhealthy   bool                 // a call got no reply; no writes until a probe is answered (link.go)
-	boot        string               // nonce prefix, from the clock at Start
-	guardLogged time.Time            // the fresh-dataset guard last logged ends by then (guardlog.go)
-	attempts    uint64               // acquire attempts so far (nonce suffix)
-	heldCount   int                  // holdings whose belief has not ended
-	guardUntil  time.Time            // the fresh-dataset guard refuses every grant until then (guard.go)
+	mu        sync.Mutex
+	state     lifecycle
+	slots     map[string]*slot     // endpoint -> its state here; absent = free with nothing stale
+	assigned  map[string]bool      // endpoints this instance is preferred for
+	targetSet map[string]bool      // all current targets
+	instances []string             // live instances at the last discovery
+	notified  map[string]time.Time // endpoint -> when another's release of it was announced
+	// refusedUntil: endpoint -> when the lease that last refused this instance expires in Redis (its
+	// PTTL, read after the refusal). Acquire passes leave the endpoint out until then, unless its
+	// release is announced first (takeover.go).
+	refusedUntil map[string]time.Time
+	stopRelease  []*holding // holdings ended by Stop (or a crash), released in one batch by Stop
+	crashed      bool       // Start's context ended while running: Stop still cleans up
+	cleaned      bool       // Stop's clean-up has run
+	unhealthy    bool       // a call got no reply; no writes until a probe is answered (link.go)
+	boot         string     // nonce prefix, from the clock at Start
+	guardLogged  time.Time  // the fresh-dataset guard last logged ends by then (guardlog.go)
+	attempts     uint64     // acquire attempts so far (nonce suffix)
+	heldCount    int        // holdings whose belief has not ended
+	guardUntil   time.Time  // the fresh-dataset guard refuses every grant until then (guard.go)
 
 	runCtx       context.Context
 	runCancel    context.CancelCauseFunc
@@ -91,6 +95,10 @@ type Manager struct {
 	// lastAssign is what the current assignment was computed from (discovery.go; guarded by mu).
 	disc       discoveryState
 	lastAssign assignment
+	// share keeps the targets' hash order between assignments (assign.go); shareMu is held while it
+	// is used, so that concurrent discovery rounds (the loop's and a link recovery's) do not mix.
+	shareMu sync.Mutex
+	share   ownShare
 }
 
 // New validates cfg, fills in defaults and registers metrics. It does not touch Redis. For bounded
@@ -138,6 +146,7 @@ func New(client redis.UniversalClient, cfg Config) (*Manager, error) {
 		assigned:     make(map[string]bool),
 		targetSet:    make(map[string]bool),
 		notified:     make(map[string]time.Time),
+		refusedUntil: make(map[string]time.Time),
 		startDone:    make(chan struct{}),
 		acquireKick:  make(chan struct{}, 1),
 		discoverKick: make(chan struct{}, 1),
@@ -257,14 +266,13 @@ func (m *Manager) connect() error {
 	}
 }
 
-// connectOnce loads the scripts, writes the heartbeat, subscribes, reads the fleet and announces
-// this instance.
+// connectOnce loads the scripts, subscribes, writes the heartbeat, reads the fleet and announces this
+// instance. The heartbeat comes last of the calls that can fail the attempt: the fleet assigns
+// endpoints to every instance whose heartbeat it reads, so a heartbeat written by an attempt that
+// then failed would leave them unpolled until it expired (the attempt's deletes it when it can).
 func (m *Manager) connectOnce() error {
 	octx, cancel := m.opCtx()
 	err := m.loadScripts(octx)
-	if err == nil {
-		err = m.heartbeat(octx)
-	}
 	cancel()
 	if err != nil {
 		return err
@@ -276,6 +284,18 @@ func (m *Manager) connectOnce() error {
 	if err != nil {
 		_ = ps.Close()
 		return fmt.Errorf("subscribe %s: %w", m.keys.channel(), err)
+	}
+	octx, cancel = m.opCtx()
+	err = m.heartbeat(octx)
+	cancel()
+	if err != nil {
+		// It may have landed: take it back, so that nobody hands endpoints to an instance that is not
+		// running (best effort; otherwise it expires after HeartbeatTTL).
+		octx, cancel = m.opCtx()
+		_ = m.client.Del(octx, m.keys.node(m.id)).Err()
+		cancel()
+		_ = ps.Close()
+		return err
 	}
 	m.pubsub = ps
 	m.discover()

@@ -131,9 +131,15 @@ func (m *Manager) acquirePass() {
 	// Redis: the takeover alarm is armed for the guard's end (guard.go), again here in case it fired
 	// earlier for another lease.
 	guardUntil := m.guardUntil
-	if !m.clock.Now().Before(guardUntil) {
+	if now := m.clock.Now(); !now.Before(guardUntil) {
 		for ep := range m.assigned {
 			if s := m.slots[ep]; s == nil || s.state == epFree {
+				if until, ok := m.refusedUntil[ep]; ok {
+					if now.Before(until) {
+						continue // held by another until then: the takeover alarm is set for it
+					}
+					delete(m.refusedUntil, ep)
+				}
 				want = append(want, ep)
 			}
 		}
@@ -242,6 +248,7 @@ func (m *Manager) acquireSome(eps []string, refused *[]string, guarded *bool) bo
 				continue
 			}
 			m.startHoldingLocked(s, ep, uint64(sc.res), deadline)
+			delete(m.refusedUntil, ep)
 			if at, ok := m.notified[ep]; ok {
 				m.metrics.handoffSeconds(m.clock.Now().Sub(at).Seconds())
 				delete(m.notified, ep)
@@ -419,20 +426,20 @@ func (m *Manager) refresh() error {
 	same := m.lastAssign.same(insts, targets)
 	m.mu.Unlock()
 	if !same {
-		assign := Assign(insts, targets)
+		m.shareMu.Lock()
+		m.share.update(targets)
+		targetSet = m.share.set
 		if m.mut.Has(mutation.PlainRendezvous) {
-			assign = assignPlain(insts, targets)
-		}
-		targetSet = make(map[string]bool, len(targets))
-		for _, t := range targets {
-			targetSet[t] = true
-		}
-		assigned = make(map[string]bool)
-		for ep, owner := range assign {
-			if owner == m.id {
-				assigned[ep] = true
+			assigned = make(map[string]bool)
+			for ep, owner := range assignPlain(insts, targets) {
+				if owner == m.id {
+					assigned[ep] = true
+				}
 			}
+		} else {
+			assigned = m.share.assigned(insts, m.id)
 		}
+		m.shareMu.Unlock()
 	}
 
 	m.mu.Lock()
@@ -445,6 +452,12 @@ func (m *Manager) refresh() error {
 	for ep, at := range m.notified {
 		if at.Before(cutoff) {
 			delete(m.notified, ep)
+		}
+	}
+	now := m.clock.Now()
+	for ep, until := range m.refusedUntil {
+		if !now.Before(until) || !m.assigned[ep] {
+			delete(m.refusedUntil, ep)
 		}
 	}
 	m.mu.Unlock()
@@ -512,6 +525,7 @@ func (m *Manager) listen() {
 				if len(f) == 3 {
 					m.mu.Lock()
 					m.notified[f[2]] = m.clock.Now()
+					delete(m.refusedUntil, f[2]) // released: worth trying at once
 					m.mu.Unlock()
 					m.kick(m.acquireKick)
 				}

@@ -35,6 +35,21 @@ func (m *Manager) scheduleTakeover(eps []string) {
 	if first, ok := firstExpiry(sent, cmds); ok {
 		m.takeover.arm(first.Add(takeoverSlack))
 	}
+	// Until its own expiry, each of these endpoints is left out of acquire passes: without that, every
+	// pass that the first expiry (or a release of any endpoint) starts would send an acquire and a PTTL
+	// for every endpoint still held by others, which during a rolling start is most of a fleet's
+	// traffic. A renewal since the read makes the retry come early: it is refused and read again. A
+	// release announced since the read was sent may postdate the PTTL: that endpoint is left in.
+	m.mu.Lock()
+	for i, c := range cmds {
+		if at, ok := m.notified[eps[i]]; ok && !at.Before(sent) {
+			continue
+		}
+		if d, err := c.Result(); err == nil && d >= 0 {
+			m.refusedUntil[eps[i]] = sent.Add(d + takeoverSlack)
+		}
+	}
+	m.mu.Unlock()
 }
 
 // firstExpiry returns the earliest time, counted from sent, at which one of the keys read by cmds
