@@ -2,6 +2,7 @@ package lease
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -31,6 +32,9 @@ type discoveryState struct {
 	lastScan  time.Time // when they were last scanned
 	scanUntil time.Time // scan at every round until then (an instance vanished)
 	known     []string  // the other instances found alive at the last round, sorted
+	// expiry holds, for each instance of known, when its heartbeat expires as last read (zero: no
+	// TTL); a round of the takeover schedule reads only those due by then.
+	expiry map[string]time.Time
 }
 
 // announced asks for a discovery round on behalf of a fleet announcement by instance id, coalesced as
@@ -93,8 +97,10 @@ func (a *assignment) same(insts, targets []string) bool {
 // safety: the assignment only chooses who tries to acquire).
 const nodeRescanRounds = 6
 
-// fleet returns the other live instances (sorted) and the first expiry among their heartbeats.
-func (m *Manager) fleet(ctx context.Context) ([]string, time.Time, error) {
+// fleet returns the other live instances (sorted) and the first expiry among their heartbeats. A
+// round of the takeover schedule (due) reads only the heartbeats whose expiry, as last read, has come
+// (see dueRound); any other round reads every known and announced instance's.
+func (m *Manager) fleet(ctx context.Context, due bool) ([]string, time.Time, error) {
 	d := &m.disc
 	now := m.clock.Now()
 	m.mu.Lock()
@@ -107,8 +113,15 @@ func (m *Manager) fleet(ctx context.Context) ([]string, time.Time, error) {
 	d.hinted = nil
 	known := d.known
 	others := dedupe(append(slices.Clone(known), hinted...))
+	var expiry map[string]time.Time
+	if due && !scan && len(hinted) == 0 && d.expiry != nil {
+		expiry = maps.Clone(d.expiry)
+	}
 	d.mu.Unlock()
 
+	if expiry != nil {
+		return m.dueRound(ctx, now, known, expiry)
+	}
 	if scan {
 		scanned, err := m.scanNodes(ctx)
 		if err != nil {
@@ -117,32 +130,106 @@ func (m *Manager) fleet(ctx context.Context) ([]string, time.Time, error) {
 		}
 		others = dedupe(append(scanned, hinted...))
 	}
-	alive, wake, err := m.heartbeatExpiries(ctx, others)
+	alive, at, err := m.heartbeatExpiries(ctx, others)
 	if err != nil {
 		m.rehint(hinted)
 		return nil, time.Time{}, err
 	}
 	if !scan && vanished(known, alive, hinted) {
 		// Someone has gone unannounced: perhaps more has changed (a Redis restart empties every
-		// heartbeat).
-		d.mu.Lock()
-		d.scanUntil = now.Add(m.cfg.HeartbeatTTL)
-		d.mu.Unlock()
-		if others, err = m.scanNodes(ctx); err != nil {
+		// heartbeat). Read the registry, and the heartbeats of those in it not read just now.
+		extraAlive, extraAt, err := m.vanishedRound(ctx, now, others)
+		if err != nil {
 			return nil, time.Time{}, err // known is left as it was: the next round reads it again
 		}
-		if alive, wake, err = m.heartbeatExpiries(ctx, others); err != nil {
-			return nil, time.Time{}, err
-		}
+		alive, at = append(alive, extraAlive...), append(at, extraAt...)
 		scan = true
 	}
+	expiry = make(map[string]time.Time, len(alive))
+	for i, id := range alive {
+		expiry[id] = at[i]
+	}
+	alive = dedupe(alive)
 	d.mu.Lock()
-	d.known = alive
+	d.known, d.expiry = alive, expiry
 	if scan {
 		d.scanned, d.lastScan = true, now
 	}
 	d.mu.Unlock()
-	return alive, wake, nil
+	return alive, firstOf(expiry), nil
+}
+
+// vanishedRound handles an instance gone without a word: it rescans the registry at every round for
+// one HeartbeatTTL, starting now, and reads the heartbeats of the registry's instances not in read.
+func (m *Manager) vanishedRound(ctx context.Context, now time.Time, read []string) ([]string, []time.Time, error) {
+	d := &m.disc
+	d.mu.Lock()
+	d.scanUntil = now.Add(m.cfg.HeartbeatTTL)
+	d.mu.Unlock()
+	registry, err := m.scanNodes(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	var extra []string
+	for _, id := range registry {
+		if !slices.Contains(read, id) {
+			extra = append(extra, id)
+		}
+	}
+	return m.heartbeatExpiries(ctx, extra)
+}
+
+// dueRound is a round of the takeover schedule: it reads the heartbeats of the instances of known
+// whose expiry (in expiry, a copy of what the last rounds read) has come, and keeps the others as they
+// were read: they are alive at least until their expiry, which is later. When every instance of a
+// fleet wakes at a dead instance's expiry, each reads one heartbeat instead of the whole fleet's.
+func (m *Manager) dueRound(ctx context.Context, now time.Time, known []string, expiry map[string]time.Time) ([]string, time.Time, error) {
+	var dueIDs []string
+	for _, id := range known {
+		if at := expiry[id]; !at.IsZero() && !at.After(now) {
+			dueIDs = append(dueIDs, id)
+		}
+	}
+	if len(dueIDs) == 0 {
+		return known, firstOf(expiry), nil // woken early: nothing has expired yet
+	}
+	alive, at, err := m.heartbeatExpiries(ctx, dueIDs)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	for _, id := range dueIDs {
+		delete(expiry, id)
+	}
+	for i, id := range alive {
+		expiry[id] = at[i]
+	}
+	out := make([]string, 0, len(expiry))
+	for id := range expiry {
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	d := &m.disc
+	d.mu.Lock()
+	d.known, d.expiry = out, expiry
+	if len(alive) < len(dueIDs) {
+		// Gone without a word. The registry is read from the next round on (for one HeartbeatTTL, as
+		// after any vanished instance), not in this one: this round's result is what the takeover
+		// waits for.
+		d.scanUntil = now.Add(m.cfg.HeartbeatTTL)
+	}
+	d.mu.Unlock()
+	return out, firstOf(expiry), nil
+}
+
+// firstOf returns the earliest non-zero time in expiry (zero when there is none).
+func firstOf(expiry map[string]time.Time) time.Time {
+	var first time.Time
+	for _, at := range expiry {
+		if !at.IsZero() && (first.IsZero() || at.Before(first)) {
+			first = at
+		}
+	}
+	return first
 }
 
 // vanished reports whether an instance of known (sorted) is not in alive (sorted) and did not announce

@@ -86,6 +86,7 @@ type Manager struct {
 	polls        sync.WaitGroup // per-holding goroutines and releases
 	acquireKick  chan struct{}
 	discoverKick chan struct{}
+	wakeKick     chan struct{} // fleetWake's: a round that reads only the heartbeats due to expire
 	renewKick    chan struct{}
 	// takeover fires an acquire pass when a lease that refused this instance expires in Redis;
 	// fleetWake fires a discovery round when the first other instance's heartbeat expires (takeover.go).
@@ -150,10 +151,11 @@ func New(client redis.UniversalClient, cfg Config) (*Manager, error) {
 		startDone:    make(chan struct{}),
 		acquireKick:  make(chan struct{}, 1),
 		discoverKick: make(chan struct{}, 1),
+		wakeKick:     make(chan struct{}, 1),
 		renewKick:    make(chan struct{}, 1),
 	}
 	m.takeover = newAlarm(cfg.Clock, m.acquireKick)
-	m.fleetWake = newAlarm(cfg.Clock, m.discoverKick)
+	m.fleetWake = newAlarm(cfg.Clock, m.wakeKick)
 	return m, nil
 }
 
@@ -229,7 +231,7 @@ func (m *Manager) Start(ctx context.Context) error {
 	go func() { defer m.loops.Done(); m.takeover.run(m.runCtx.Done()) }()
 	go func() { defer m.loops.Done(); m.fleetWake.run(m.runCtx.Done()) }()
 	go m.every(m.cfg.HeartbeatInterval, nil, m.heartbeatTick)
-	go m.every(m.cfg.DiscoveryInterval, m.discoverKick, m.discover)
+	go m.discoveryLoop()
 	go m.every(m.cfg.RenewInterval, m.acquireKick, m.acquirePass)
 	go m.every(m.cfg.RenewInterval, m.renewKick, m.renewPass)
 	go m.every(m.cfg.RenewInterval/2, nil, m.probe)
@@ -485,6 +487,32 @@ func (m *Manager) dropLocked() {
 			m.stopRelease = append(m.stopRelease, &holding{endpoint: ep, value: s.value})
 		}
 		delete(m.slots, ep)
+	}
+}
+
+// discoveryLoop runs a discovery round every DiscoveryInterval (jittered down by up to 10%) and when
+// an announcement asks for one, and a round of the heartbeats due to expire when fleetWake fires,
+// until the manager's context ends.
+func (m *Manager) discoveryLoop() {
+	defer m.loops.Done()
+	for {
+		t := m.clock.NewTimer(m.jitter(m.cfg.DiscoveryInterval))
+		due := false
+		select {
+		case <-m.runCtx.Done():
+			t.Stop()
+			return
+		case <-t.C():
+		case <-m.discoverKick:
+			t.Stop()
+		case <-m.wakeKick:
+			t.Stop()
+			due = true
+		}
+		if m.runCtx.Err() != nil {
+			return
+		}
+		m.discoverRound(due)
 	}
 }
 

@@ -387,11 +387,14 @@ func isTimeout(err error) bool {
 // discover reads the live instances and the targets and recomputes this instance's assignment. On an
 // error the previous view is kept. It does nothing while the link is unhealthy (the probe runs it on
 // recovery).
-func (m *Manager) discover() {
+func (m *Manager) discover() { m.discoverRound(false) }
+
+// discoverRound is discover; due makes it a round of the takeover schedule (see refresh).
+func (m *Manager) discoverRound(due bool) {
 	if !m.linkHealthy() {
 		return
 	}
-	if err := m.refresh(); err != nil && m.runCtx.Err() == nil {
+	if err := m.refreshRound(due); err != nil && m.runCtx.Err() == nil {
 		m.log.Warn("lease: discovery failed", "instance", m.id, "err", err)
 	}
 }
@@ -399,17 +402,30 @@ func (m *Manager) discover() {
 // refresh is one discovery round: it only reads. When it changes the assignment it kicks an acquire
 // pass (an unchanged one leaves nothing new to acquire: the periodic pass, release notifications,
 // lost leases and the takeover schedule see to the rest).
-func (m *Manager) refresh() error {
+func (m *Manager) refresh() error { return m.refreshRound(false) }
+
+// refreshRound is refresh. A round of the takeover schedule (due), run when the first known heartbeat
+// is due to expire, reads only the heartbeats due by now (see fleet) and keeps the targets of the last
+// assignment: every instance of a fleet runs it at the same moment when a dead instance's heartbeat
+// expires, so its cost is on the takeover's path, and a heartbeat's expiry does not change the targets.
+func (m *Manager) refreshRound(due bool) error {
 	ctx, cancel := m.opCtxFor(m.cfg.DiscoveryInterval)
 	defer cancel()
-	others, wake, err := m.fleet(ctx) // discovery.go
+	others, wake, err := m.fleet(ctx, due) // discovery.go
 	if err != nil {
 		m.noteErr("discovery", err)
 		return fmt.Errorf("instances: %w", err)
 	}
-	targets, err := m.targets.Targets(ctx)
-	if err != nil {
-		return fmt.Errorf("targets: %w", err) // a TargetSource may not use this link: not counted
+	var targets []string
+	if due {
+		m.mu.Lock()
+		targets = m.lastAssign.targets
+		m.mu.Unlock()
+	}
+	if targets == nil {
+		if targets, err = m.targets.Targets(ctx); err != nil {
+			return fmt.Errorf("targets: %w", err) // a TargetSource may not use this link: not counted
+		}
 	}
 	// The next round comes when the first other heartbeat expires, so that a dead instance's
 	// endpoints are reassigned at that moment rather than at the next tick (see takeover.go).
