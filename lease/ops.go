@@ -127,6 +127,7 @@ func (m *Manager) acquirePass() {
 		}
 	}
 	var want []string
+	var next time.Time // the first expiry of a lease left out below
 	// While the fresh-dataset guard is known to refuse every grant, sending acquires would only load
 	// Redis: the takeover alarm is armed for the guard's end (guard.go), again here in case it fired
 	// earlier for another lease.
@@ -136,7 +137,10 @@ func (m *Manager) acquirePass() {
 			if s := m.slots[ep]; s == nil || s.state == epFree {
 				if until, ok := m.refusedUntil[ep]; ok {
 					if now.Before(until) {
-						continue // held by another until then: the takeover alarm is set for it
+						if next.IsZero() || until.Before(next) {
+							next = until
+						}
+						continue // held by another until then
 					}
 					delete(m.refusedUntil, ep)
 				}
@@ -145,6 +149,9 @@ func (m *Manager) acquirePass() {
 		}
 	}
 	m.mu.Unlock()
+	if !next.IsZero() {
+		m.takeover.arm(next) // the alarm fires once: it may have been for an earlier lease
+	}
 	if len(want) == 0 {
 		if m.clock.Now().Before(guardUntil) {
 			m.takeover.arm(guardUntil.Add(takeoverSlack))

@@ -2,6 +2,7 @@ package lease
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -169,4 +170,45 @@ func TestRefusedEndpointWaitsForItsExpiry(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the announced release was not acted on")
 	}
+}
+
+// Endpoints refused until different expiries are each tried at their own: the pass that the first
+// expiry starts leaves the others out, and must keep the schedule for them (not wait for a tick).
+func TestRefusedEndpointsEachTriedAtTheirExpiry(t *testing.T) {
+	srv := redistest.Start(t)
+	admin := newClient(t, srv.Addr())
+	ctx := context.Background()
+	require.NoError(t, MarkEstablished(ctx, admin, "poll:"))
+	cfg := testConfig()
+	cfg.RenewInterval, cfg.HeartbeatInterval = 3*time.Second, 3*time.Second // ticks too rare to help
+	cfg.LeaseTTL, cfg.HeartbeatTTL = 9*time.Second, 9*time.Second
+	cfg.DiscoveryInterval = 3 * time.Second
+	cfg.OpTimeout = 300 * time.Millisecond
+	cfg.InstanceID, cfg.Targets, cfg.Logger = "solo", StaticTargets{"early", "late"}, quietLogger()
+	cfg.Poll = func(context.Context, Poll) error { return nil }
+	var mu sync.Mutex
+	acquired := map[string]time.Time{}
+	cfg.Observe = func(e Event) {
+		if e.Kind == EventAcquired {
+			mu.Lock()
+			acquired[e.Endpoint] = time.Now()
+			mu.Unlock()
+		}
+	}
+	start := time.Now()
+	require.NoError(t, admin.Set(ctx, "poll:lease:early", "other:1", 400*time.Millisecond).Err())
+	require.NoError(t, admin.Set(ctx, "poll:lease:late", "other:2", 1200*time.Millisecond).Err())
+	m, err := New(newClient(t, srv.Addr()), cfg)
+	require.NoError(t, err)
+	mctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	require.NoError(t, m.Start(mctx))
+	defer func() { _ = m.Stop(ctx) }()
+	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(acquired) == 2 }, 10*time.Second,
+		5*time.Millisecond, "both acquired")
+	mu.Lock()
+	defer mu.Unlock()
+	// Each within a generous allowance of its expiry, far below the 3 s tick.
+	require.Less(t, acquired["early"].Sub(start), 400*time.Millisecond+time.Second, "early")
+	require.Less(t, acquired["late"].Sub(start), 1200*time.Millisecond+time.Second, "late")
 }
