@@ -202,6 +202,14 @@ func BenchmarkOwnShare100x10k(b *testing.B) {
 			}
 		}
 	})
+	b.Run("first", func(b *testing.B) { // an instance's first round: every list built
+		var c ownShare
+		c.update(eps)
+		for b.Loop() {
+			c.cand = nil
+			c.assigned(insts, insts[7])
+		}
+	})
 	b.Run("assign", func(b *testing.B) {
 		for b.Loop() {
 			Assign(insts, eps)

@@ -83,7 +83,15 @@ type assignment struct {
 
 // same reports whether insts and targets (both sorted) are what the last assignment was computed from.
 func (a *assignment) same(insts, targets []string) bool {
-	return a.insts != nil && slices.Equal(a.insts, insts) && slices.Equal(a.targets, targets)
+	return a.insts != nil && slices.Equal(a.insts, insts) && sameList(a.targets, targets)
+}
+
+// sameList is slices.Equal, at once for two views of one array (a SessionSource's shared list).
+func sameList(a, b []string) bool {
+	if len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0]) {
+		return true
+	}
+	return slices.Equal(a, b)
 }
 
 // Finding the fleet. Heartbeat keys are found by SCAN, which walks the whole keyspace — leases, fencing

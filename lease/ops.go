@@ -430,7 +430,11 @@ func (m *Manager) refreshRound(due bool) error {
 		m.mu.Unlock()
 	}
 	if targets == nil {
-		if targets, err = m.targets.Targets(ctx); err != nil {
+		read := m.targets.Targets
+		if ss, ok := m.targets.(*SessionSource); ok {
+			read = ss.shared // read-only here and in ownShare: no copy needed
+		}
+		if targets, err = read(ctx); err != nil {
 			return fmt.Errorf("targets: %w", err) // a TargetSource may not use this link: not counted
 		}
 	}

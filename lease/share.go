@@ -1,7 +1,6 @@
 package lease
 
 import (
-	"cmp"
 	"slices"
 	"strings"
 )
@@ -52,7 +51,7 @@ const shareCandidates = 8
 // update makes the cache describe targets (any order, duplicates allowed); it reports whether they
 // changed.
 func (c *ownShare) update(targets []string) bool {
-	if c.set != nil && slices.Equal(c.targets, targets) {
+	if c.set != nil && sameList(c.targets, targets) {
 		return false
 	}
 	c.targets = targets
@@ -259,30 +258,33 @@ func (c *ownShare) insert(e int, h uint64, s int32, complete bool) {
 
 // rebuild scores endpoint e against every instance (slots all) and keeps the best.
 func (c *ownShare) rebuild(e int, h uint64, all []int32) {
-	type scored struct {
-		s     int32
-		score uint64
-	}
-	top := make([]scored, 0, shareCandidates+1)
+	var top [shareCandidates]int32
+	var score [shareCandidates]uint64
+	n := 0
 	for _, s := range all {
-		sc := scored{s, mix64(h ^ c.slotH[s])}
-		if len(top) == shareCandidates && !c.better(h, s, sc.score, top[len(top)-1].s) {
-			continue
+		sc := mix64(h ^ c.slotH[s])
+		if n == shareCandidates && (sc < score[n-1] || sc == score[n-1] && !c.before(sc, s, score[n-1], top[n-1])) {
+			continue // the common case: below the list
 		}
-		at, _ := slices.BinarySearchFunc(top, sc, func(x, y scored) int {
-			if x.score != y.score {
-				return -cmp.Compare(x.score, y.score)
-			}
-			return strings.Compare(c.slotID[x.s], c.slotID[y.s])
-		})
-		top = slices.Insert(top, at, sc)
-		if len(top) > shareCandidates {
-			top = top[:shareCandidates]
+		// Insertion from the end: most candidates that get this far belong near the bottom.
+		j := min(n, shareCandidates-1)
+		for j > 0 && (sc > score[j-1] || sc == score[j-1] && c.before(sc, s, score[j-1], top[j-1])) {
+			top[j], score[j] = top[j-1], score[j-1]
+			j--
+		}
+		top[j], score[j] = s, sc
+		if n < shareCandidates {
+			n++
 		}
 	}
-	l := c.cand[e*shareCandidates : (e+1)*shareCandidates]
-	for j, x := range top {
-		l[j] = x.s
+	copy(c.cand[e*shareCandidates:], top[:n])
+	c.ncand[e] = uint8(n)
+}
+
+// before reports whether slot a with score sa precedes slot b with score sb (see better).
+func (c *ownShare) before(sa uint64, a int32, sb uint64, b int32) bool {
+	if sa != sb {
+		return sa > sb
 	}
-	c.ncand[e] = uint8(len(top))
+	return strings.Compare(c.slotID[a], c.slotID[b]) < 0
 }
