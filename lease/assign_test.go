@@ -264,3 +264,27 @@ func TestOwnShareFollowsFleetChanges(t *testing.T) {
 		}
 	}
 }
+
+// A prepared result is what assigned would compute for that fleet and instance, and serves one call.
+func TestOwnSharePrepared(t *testing.T) {
+	insts, eps := dedupe(ids("inst-", 20)), endpoints(500)
+	without := slices.Delete(slices.Clone(insts), 5, 6)
+	var c ownShare
+	c.update(eps)
+	c.assigned(insts, insts[3])
+	c.prepare(without, insts[3])
+	require.NotNil(t, c.prepared)
+	want := map[string]bool{}
+	for ep, owner := range Assign(without, eps) {
+		if owner == insts[3] {
+			want[ep] = true
+		}
+	}
+	require.Equal(t, want, c.assigned(without, insts[3]))
+	require.Nil(t, c.prepared, "used once")
+	c.prepare(without, insts[3])
+	require.Equal(t, want, c.assigned(without, insts[3]))
+	c.prepare(without, insts[3])
+	c.update(endpoints(400))
+	require.Nil(t, c.prepared, "new targets drop it")
+}

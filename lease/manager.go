@@ -87,11 +87,13 @@ type Manager struct {
 	acquireKick  chan struct{}
 	discoverKick chan struct{}
 	wakeKick     chan struct{} // fleetWake's: a round that reads only the heartbeats due to expire
+	prepareKick  chan struct{} // prepareWake's: compute the assignment that fleetWake's round may need
 	renewKick    chan struct{}
 	// takeover fires an acquire pass when a lease that refused this instance expires in Redis;
 	// fleetWake fires a discovery round when the first other instance's heartbeat expires (takeover.go).
-	takeover  *alarm
-	fleetWake *alarm
+	takeover    *alarm
+	fleetWake   *alarm
+	prepareWake *alarm
 	// disc is what discovery rounds remember (coalesced announcements, the fleet last read);
 	// lastAssign is what the current assignment was computed from (discovery.go; guarded by mu).
 	disc       discoveryState
@@ -152,10 +154,12 @@ func New(client redis.UniversalClient, cfg Config) (*Manager, error) {
 		acquireKick:  make(chan struct{}, 1),
 		discoverKick: make(chan struct{}, 1),
 		wakeKick:     make(chan struct{}, 1),
+		prepareKick:  make(chan struct{}, 1),
 		renewKick:    make(chan struct{}, 1),
 	}
 	m.takeover = newAlarm(cfg.Clock, m.acquireKick)
 	m.fleetWake = newAlarm(cfg.Clock, m.wakeKick)
+	m.prepareWake = newAlarm(cfg.Clock, m.prepareKick)
 	return m, nil
 }
 
@@ -227,9 +231,10 @@ func (m *Manager) Start(ctx context.Context) error {
 	m.mu.Unlock()
 
 	m.metrics.setLinkHealthy(true)
-	m.loops.Add(8)
+	m.loops.Add(9)
 	go func() { defer m.loops.Done(); m.takeover.run(m.runCtx.Done()) }()
 	go func() { defer m.loops.Done(); m.fleetWake.run(m.runCtx.Done()) }()
+	go func() { defer m.loops.Done(); m.prepareWake.run(m.runCtx.Done()) }()
 	go m.every(m.cfg.HeartbeatInterval, nil, m.heartbeatTick)
 	go m.discoveryLoop()
 	go m.every(m.cfg.RenewInterval, m.acquireKick, m.acquirePass)
@@ -508,6 +513,10 @@ func (m *Manager) discoveryLoop() {
 		case <-m.wakeKick:
 			t.Stop()
 			due = true
+		case <-m.prepareKick:
+			t.Stop()
+			m.prepareTakeover() // then wait for the round itself
+			continue
 		}
 		if m.runCtx.Err() != nil {
 			return

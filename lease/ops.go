@@ -442,8 +442,10 @@ func (m *Manager) refreshRound(due bool) error {
 	// endpoints are reassigned at that moment rather than at the next tick (see takeover.go).
 	if wake.IsZero() {
 		m.fleetWake.set(time.Time{})
+		m.prepareWake.set(time.Time{})
 	} else {
 		m.fleetWake.set(wake.Add(takeoverSlack))
+		m.prepareWake.set(wake.Add(-prepareLead))
 	}
 	// We are alive even if our heartbeat was lost with a restarted Redis.
 	insts := dedupe(append(others, m.id))

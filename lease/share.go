@@ -42,6 +42,17 @@ type ownShare struct {
 	free   []int32
 	cand   []int32 // shareCandidates slots per endpoint of order, best first
 	ncand  []uint8 // how many of each endpoint's entries are in use
+
+	// A result computed ahead of need (prepare): for fleet preparedFor, the endpoints of preparedSelf.
+	preparedFor  []string
+	preparedSelf string
+	prepared     map[string]bool
+}
+
+// prepare computes what assigned(insts, self) returns and keeps it for that call.
+func (c *ownShare) prepare(insts []string, self string) {
+	out := c.assigned(insts, self)
+	c.preparedFor, c.preparedSelf, c.prepared = slices.Clone(insts), self, out
 }
 
 // shareCandidates is the length of a candidate list. Longer lists fall back to a full scoring less
@@ -64,12 +75,18 @@ func (c *ownShare) update(targets []string) bool {
 		c.set[t] = true
 	}
 	c.fleet, c.cand, c.ncand = nil, nil, nil // rebuilt for the new endpoints at the next call
+	c.prepared = nil
 	return true
 }
 
 // assigned returns the endpoints Assign(insts, c.targets) gives self; insts must be sorted and
 // distinct and contain self.
 func (c *ownShare) assigned(insts []string, self string) map[string]bool {
+	if c.prepared != nil && self == c.preparedSelf && slices.Equal(insts, c.preparedFor) {
+		out := c.prepared
+		c.prepared = nil // the caller keeps it; it is not modified
+		return out
+	}
 	out := make(map[string]bool)
 	me, found := slices.BinarySearch(insts, self)
 	if !found || len(c.order) == 0 {
