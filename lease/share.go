@@ -255,12 +255,10 @@ func (c *ownShare) insert(e int, h uint64, s int32, complete bool) {
 	l := c.cand[e*shareCandidates : (e+1)*shareCandidates]
 	n := int(c.ncand[e])
 	score := mix64(h ^ c.slotH[s])
+	// From the bottom: most newcomers score below the whole list, which one comparison shows.
 	at := n
-	for j := 0; j < n; j++ {
-		if c.better(h, s, score, l[j]) {
-			at = j
-			break
-		}
+	for at > 0 && c.better(h, s, score, l[at-1]) {
+		at--
 	}
 	if at == n && (!complete || n == shareCandidates) {
 		return // below every entry of a partial list (or of a full one): not among the top
