@@ -32,13 +32,18 @@ func ownedBy(owner, inst string) bool {
 // backend before it was sent, so its key lives at most until request + TTL, and a holder whose clock
 // errs within the drift bound stops by request + TTL·(1 − drift bound).
 //
+// An unconditional renewal (PEXPIRE, owner history.AnyOwner) counts for its sender only when it was
+// confirmed inside the sender's own window (see validWindows): designs that renew by GET then EXPIRE
+// are judged on what they do, not refused every renewal.
+//
 // Skipped when the history holds no acquire or renew operations (a system whose backend calls are not
 // modelled); a poller that never asked for an endpoint (no acquire or renew of it, whatever the answer)
 // is left out for that endpoint and counted in the message.
 func checkValidity(idx *index, opts Options) Result {
 	type key struct{ inst, ep string }
 	grants := map[key][]*history.Event{}
-	tried := map[key]bool{} // the poller asked for the endpoint, whatever the answer
+	blind := map[key][]*history.Event{} // confirmed unconditional renewals (PEXPIRE), by whom sent them
+	tried := map[key]bool{}             // the poller asked for the endpoint, whatever the answer
 	anyGrant := false
 	for _, e := range idx.ops {
 		if e.Op.Kind != history.OpAcquire && e.Op.Kind != history.OpRenew {
@@ -46,12 +51,16 @@ func checkValidity(idx *index, opts Options) Result {
 		}
 		anyGrant = true
 		tried[key{e.Instance, e.Endpoint}] = true
-		if !e.Op.OK || e.Op.Unknown || e.End == history.Infinity || e.End < e.At || e.Endpoint == "" ||
-			!ownedBy(e.Op.Owner, e.Instance) {
+		if !e.Op.OK || e.Op.Unknown || e.End == history.Infinity || e.End < e.At || e.Endpoint == "" {
 			continue
 		}
 		k := key{e.Instance, e.Endpoint}
-		grants[k] = append(grants[k], e)
+		switch {
+		case ownedBy(e.Op.Owner, e.Instance):
+			grants[k] = append(grants[k], e)
+		case e.Op.Kind == history.OpRenew && e.Op.Owner == history.AnyOwner:
+			blind[k] = append(blind[k], e)
+		}
 	}
 	if !anyGrant {
 		return Result{Invariant: InvValidity, Outcome: Skipped,
@@ -75,7 +84,7 @@ func checkValidity(idx *index, opts Options) Result {
 			gs := grants[k]
 			ws, ok := windows[p.Instance]
 			if !ok {
-				ws = validWindows(gs, ttl, drift)
+				ws = validWindows(gs, blind[k], ttl, drift)
 				windows[p.Instance] = ws
 			}
 			judged++
@@ -140,22 +149,44 @@ func cutSlack(p *history.Event, ttl time.Duration, drift float64) time.Duration 
 }
 
 // validWindows turns confirmed grants into joined windows, sorted by start.
-func validWindows(gs []*history.Event, ttl time.Duration, drift float64) []validWindow {
-	var ws []validWindow
-	for _, g := range gs {
+func validWindows(gs, blind []*history.Event, ttl time.Duration, drift float64) []validWindow {
+	window := func(g *history.Event) validWindow {
 		t := ttl
 		if g.Op.TTL > 0 {
 			t = min(t, g.Op.TTL)
 		}
-		w := validWindow{from: g.End, to: g.At + time.Duration(float64(t)*(1-drift)), last: g}
-		if w.to > w.from {
-			ws = append(ws, w)
-		}
+		return validWindow{from: g.End, to: g.At + time.Duration(float64(t)*(1-drift)), last: g}
 	}
-	slices.SortFunc(ws, func(a, b validWindow) int { return cmp.Compare(a.from, b.from) })
+	type candidate struct {
+		w     validWindow
+		blind bool
+	}
+	var cs []candidate
+	for _, g := range gs {
+		cs = append(cs, candidate{window(g), false})
+	}
+	for _, g := range blind {
+		cs = append(cs, candidate{window(g), true})
+	}
+	slices.SortStableFunc(cs, func(a, b candidate) int { return cmp.Compare(a.w.from, b.w.from) })
 	var out []validWindow
-	for _, w := range ws {
-		if n := len(out); n > 0 && w.from <= out[n-1].to {
+	for _, c := range cs {
+		w := c.w
+		if w.to <= w.from {
+			continue
+		}
+		n := len(out)
+		joins := n > 0 && w.from <= out[n-1].to
+		// An unconditional renewal extends whoever holds the key: it extends the sender's own lease only
+		// when its reply came while that lease, by the sender's earlier confirmed grants, still held. The
+		// key then still named the sender when the renewal was applied (the key lives at least until its
+		// grant's request plus TTL, past the window's end). Windows are visited in order of their start, so
+		// only the last one can contain this reply. A backend that lost the key in between (a restart)
+		// and granted it to another is beyond this check: single-holder and single-poller judge that.
+		if c.blind && !joins {
+			continue
+		}
+		if joins {
 			if w.to > out[n-1].to {
 				out[n-1].to, out[n-1].last = w.to, w.last
 			}

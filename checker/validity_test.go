@@ -39,6 +39,28 @@ func TestValidity(t *testing.T) {
 			outcome: Violated, bad: 1,
 		},
 		{
+			name: "an unconditional renewal confirmed inside the sender's lease carries it on",
+			b: newBuilder().op("a", history.OpAcquire, key, "a", ttl, 0, ms(5), true, "").
+				op("a", history.OpRenew, key, history.AnyOwner, ttl, 2*s, 2*s+ms(5), true, "").
+				op("a", history.OpRenew, key, history.AnyOwner, ttl, 4*s, 4*s+ms(5), true, "").
+				polls("a", "e1", ms(10), 6*s, s, 1),
+			outcome: Pass, msg: "all 6 judged polls",
+		},
+		{
+			name: "an unconditional renewal after the sender's lease ended grants nothing",
+			b: newBuilder().op("a", history.OpAcquire, key, "a", ttl, 0, ms(5), true, "").
+				op("a", history.OpRenew, key, history.AnyOwner, ttl, 3*s+ms(100), 3*s+ms(105), true, "").
+				poll("a", "e1", 3*s+ms(200), 3*s+ms(300), 1),
+			outcome: Violated, bad: 1, msg: "with no lease",
+		},
+		{
+			name: "another instance's unconditional renewal is not the poller's",
+			b: newBuilder().op("a", history.OpAcquire, key, "a", ttl, 0, ms(5), true, "").
+				op("b", history.OpRenew, key, history.AnyOwner, ttl, 2*s, 2*s+ms(5), true, "").
+				poll("a", "e1", 3*s+ms(200), 3*s+ms(300), 1),
+			outcome: Violated, bad: 1, msg: "with no lease",
+		},
+		{
 			name: "a poll that outlasts the lease",
 			b: newBuilder().op("a", history.OpAcquire, key, "a", ttl, 0, ms(5), true, "").
 				poll("a", "e1", 2*s, 3*s+ms(1), 1),

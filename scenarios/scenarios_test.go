@@ -7,6 +7,7 @@ import (
 
 	"github.com/tenurelabs/tenure/scenarios"
 	"github.com/tenurelabs/tenure/sim"
+	_ "github.com/tenurelabs/tenure/systems/reference" // the systems scenarios are written for
 )
 
 // Every scenario in the catalogue must plan cleanly at the ci time scale with its own system.

@@ -13,6 +13,8 @@ import (
 	"github.com/tenurelabs/tenure/internal/redisserver"
 	"github.com/tenurelabs/tenure/internal/redistest"
 	"github.com/tenurelabs/tenure/sim"
+	"github.com/tenurelabs/tenure/systems/baselines"
+	"github.com/tenurelabs/tenure/systems/reference"
 )
 
 // No Docker engine runs here (nor in most CI sandboxes): the container backend must say so clearly and
@@ -68,7 +70,7 @@ func TestExternalBackendIsLeftAsFound(t *testing.T) {
 	require.NoError(t, c.Set(ctx, "someone-elses", "data", 0).Err())
 	require.NoError(t, c.Set(ctx, "session:theirs", `{"id":"theirs"}`, 0).Err())
 	sc := sim.Scenario{Name: "ext", Instances: 2, Endpoints: 2, Duration: 50 * time.Second}
-	res, err := sim.Run(ctx, sim.Options{System: sim.NewReference(), Scenario: sc, Seed: 1, TimeScale: 0.1, Backend: "addr=" + srv.Addr()})
+	res, err := sim.Run(ctx, sim.Options{System: reference.NewReference(), Scenario: sc, Seed: 1, TimeScale: 0.1, Backend: "addr=" + srv.Addr()})
 	require.NoError(t, err)
 	require.NotEmpty(t, res.History.Events)
 	keys, err := c.Keys(ctx, "*").Result()
@@ -146,8 +148,8 @@ func TestBackendForPersistenceFaults(t *testing.T) {
 	require.ErrorContains(t, err, "--redis server:rdb")
 
 	sc := sim.Scenario{Name: "x", Instances: 1, Endpoints: 1, Duration: time.Minute, Steps: snap}
-	_, _, err = sim.Plan(sim.Options{System: sim.Naive{}, Scenario: sc, TimeScale: 1, Backend: "embedded"})
+	_, _, err = sim.Plan(sim.Options{System: baselines.Naive{}, Scenario: sc, TimeScale: 1, Backend: "embedded"})
 	require.ErrorIs(t, err, sim.ErrOptions)
-	_, _, err = sim.Plan(sim.Options{System: sim.Naive{}, Scenario: sc, TimeScale: 1, Backend: "server"})
+	_, _, err = sim.Plan(sim.Options{System: baselines.Naive{}, Scenario: sc, TimeScale: 1, Backend: "server"})
 	require.NoError(t, err)
 }

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -85,7 +86,7 @@ func TestPlanJittersFaultsStartsAndSteadyWindows(t *testing.T) {
 		},
 		Steady: []history.Window{{From: 130 * time.Second, To: 150 * time.Second}},
 	}
-	o := Options{System: Naive{}, Scenario: sc, TimeScale: 1}
+	o := Options{System: planOnly{}, Scenario: sc, TimeScale: 1}
 	seen := map[time.Duration]bool{}
 	for seed := int64(1); seed <= 8; seed++ {
 		o.Seed = seed
@@ -123,7 +124,7 @@ func TestJitterNeverMovesAStepPastTheRun(t *testing.T) {
 	sc := Scenario{Name: "end", Instances: 1, Endpoints: 1, Duration: 100 * time.Second, FaultJitter: time.Minute,
 		Steps: chaos.Schedule{{At: 90 * time.Second, For: 9 * time.Second, Fault: chaos.Pause{Slot: 0}}}}
 	for seed := int64(1); seed <= 20; seed++ {
-		p, err := plan(Options{System: Naive{}, Scenario: sc, TimeScale: 1, Seed: seed})
+		p, err := plan(Options{System: planOnly{}, Scenario: sc, TimeScale: 1, Seed: seed})
 		require.NoError(t, err)
 		require.LessOrEqual(t, p.schedule[0].At+p.schedule[0].For, sc.Duration)
 	}
@@ -146,4 +147,13 @@ func newTestInstance() *vinstance {
 	in := &vinstance{id: "i0", clock: clock.NewDrifting(clock.Real{}, 1)}
 	in.pclock = clock.NewPausable(in.clock)
 	return in
+}
+
+// planOnly is a system for tests that only plan a run: plan needs a system, and never builds an instance.
+type planOnly struct{}
+
+func (planOnly) Name() string { return "plan-only" }
+
+func (planOnly) NewInstance(InstanceConfig) (Instance, error) {
+	return nil, errors.New("planOnly: only plans, never runs")
 }

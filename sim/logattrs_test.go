@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tenurelabs/tenure/sim"
+	"github.com/tenurelabs/tenure/systems/baselines"
 )
 
 // lockedBuffer is a bytes.Buffer safe for the instances' concurrent writes.
@@ -48,7 +49,7 @@ func topKeys(t *testing.T, line []byte) []string {
 // Every system's log lines carry each key once, and the naive baseline logs what it does like the
 // reference does.
 func TestInstanceLogsHaveEachKeyOnce(t *testing.T) {
-	for _, sys := range []sim.System{sim.Naive{}, mustLookup(t, "reference")} {
+	for _, sys := range []sim.System{baselines.Naive{}, mustLookup(t, "reference")} {
 		t.Run(sys.Name(), func(t *testing.T) {
 			var buf lockedBuffer
 			sc := sim.Scenario{Name: "logs", Instances: 1, Endpoints: 2, Duration: 60 * time.Second}

@@ -17,6 +17,7 @@ import (
 	"github.com/tenurelabs/tenure/internal/redistest"
 	"github.com/tenurelabs/tenure/scenarios"
 	"github.com/tenurelabs/tenure/sim"
+	"github.com/tenurelabs/tenure/systems/reference"
 )
 
 // A safety mechanism that no scenario can defeat is untested. Each case below is the reference with one
@@ -157,7 +158,7 @@ func TestMutantsAreCaught(t *testing.T) {
 		if ref == "" {
 			ref = "reference"
 		}
-		jobs = append(jobs, job{sim.MutantSystemName(tc.mutant), sc.Name, sc.Duration}, job{ref, sc.Name, sc.Duration})
+		jobs = append(jobs, job{reference.MutantSystemName(tc.mutant), sc.Name, sc.Duration}, job{ref, sc.Name, sc.Duration})
 	}
 	slices.SortStableFunc(jobs, func(a, b job) int { return cmp.Compare(b.length, a.length) })
 	// A -run pattern that picks subtests runs only what they ask for.

@@ -11,6 +11,7 @@ import (
 	"github.com/tenurelabs/tenure/history"
 	"github.com/tenurelabs/tenure/internal/redistest"
 	"github.com/tenurelabs/tenure/sim"
+	"github.com/tenurelabs/tenure/systems/reference"
 )
 
 // A paused instance makes no progress: its own timers must not end its belief while it is frozen. It
@@ -23,7 +24,7 @@ func TestPausedReferenceKeepsItsBeliefUntilItWakes(t *testing.T) {
 		// Two TTLs: far past the paused holder's local deadline and its lease in Redis.
 		Steps: chaos.Schedule{{At: 60 * time.Second, For: 60 * time.Second, Jitter: -1, Fault: chaos.Pause{Of: "ep-0"}}},
 	}
-	res, err := sim.Run(context.Background(), sim.Options{System: sim.NewReference(), Scenario: sc, Seed: 1, TimeScale: 0.1, Backend: "server"})
+	res, err := sim.Run(context.Background(), sim.Options{System: reference.NewReference(), Scenario: sc, Seed: 1, TimeScale: 0.1, Backend: "server"})
 	require.NoError(t, err)
 	require.Empty(t, res.FaultErrors)
 	h := res.History

@@ -10,6 +10,8 @@ import (
 	"github.com/tenurelabs/tenure/internal/redistest"
 	"github.com/tenurelabs/tenure/scenarios"
 	"github.com/tenurelabs/tenure/sim"
+	"github.com/tenurelabs/tenure/systems/baselines"
+	"github.com/tenurelabs/tenure/systems/reference"
 )
 
 func outcome(rep checker.Report, inv string) checker.Result {
@@ -32,8 +34,8 @@ func TestCheckerCatchesTheNaiveDesign(t *testing.T) {
 		system sim.System
 		want   checker.Outcome
 	}{
-		{sim.Naive{}, checker.Violated},
-		{sim.NewReference(), checker.Pass},
+		{baselines.Naive{}, checker.Violated},
+		{reference.NewReference(), checker.Pass},
 	} {
 		t.Run(tc.system.Name(), func(t *testing.T) {
 			res, err := sim.Run(context.Background(), sim.Options{System: tc.system, Scenario: sc, Seed: 3, TimeScale: 0.1, Backend: "server"})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tenurelabs/tenure/chaos"
 	"github.com/tenurelabs/tenure/sim"
+	"github.com/tenurelabs/tenure/systems/baselines"
 )
 
 // The progress callback goes on to the end of the run, whether the schedule ends early or is empty, and
@@ -23,7 +24,7 @@ func TestProgressRunsToTheEnd(t *testing.T) {
 			sc := sim.Scenario{Name: "progress", Instances: 1, Endpoints: 2, Duration: 30 * time.Second, Steps: steps}
 			var mu sync.Mutex
 			var calls []sim.Progress
-			res, err := sim.Run(context.Background(), sim.Options{System: sim.Naive{}, Scenario: sc, Seed: 1, TimeScale: 0.1,
+			res, err := sim.Run(context.Background(), sim.Options{System: baselines.Naive{}, Scenario: sc, Seed: 1, TimeScale: 0.1,
 				Backend: "embedded", Progress: func(p sim.Progress) {
 					mu.Lock()
 					calls = append(calls, p)

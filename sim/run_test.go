@@ -11,6 +11,7 @@ import (
 	"github.com/tenurelabs/tenure/history"
 	"github.com/tenurelabs/tenure/internal/redistest"
 	"github.com/tenurelabs/tenure/sim"
+	"github.com/tenurelabs/tenure/systems/baselines"
 )
 
 func count(h history.History, k history.Kind) int {
@@ -29,7 +30,7 @@ func TestRunRecordsEverything(t *testing.T) {
 		Name: "smoke", Instances: 2, Endpoints: 3, Duration: 40 * time.Second,
 		Steps: chaos.Schedule{{At: 20 * time.Second, For: 5 * time.Second, Fault: chaos.Partition{Slot: 0}}},
 	}
-	res, err := sim.Run(context.Background(), sim.Options{System: sim.Naive{}, Scenario: sc, Seed: 1, TimeScale: 0.1, Backend: "server"})
+	res, err := sim.Run(context.Background(), sim.Options{System: baselines.Naive{}, Scenario: sc, Seed: 1, TimeScale: 0.1, Backend: "server"})
 	require.NoError(t, err)
 	h := res.History
 	require.Equal(t, "smoke", h.Meta.Scenario)
@@ -51,23 +52,23 @@ func TestRunRecordsEverything(t *testing.T) {
 func TestPlanIsDeterministic(t *testing.T) {
 	sc := sim.Scenario{Name: "n", Instances: 4, Endpoints: 8, Duration: 300 * time.Second,
 		Nemesis: &chaos.NemesisOptions{From: 60 * time.Second, To: 280 * time.Second, TTL: 30 * time.Second}}
-	a, _, err := sim.Plan(sim.Options{System: sim.Naive{}, Scenario: sc, Seed: 7, TimeScale: 0.1})
+	a, _, err := sim.Plan(sim.Options{System: baselines.Naive{}, Scenario: sc, Seed: 7, TimeScale: 0.1})
 	require.NoError(t, err)
-	b, _, err := sim.Plan(sim.Options{System: sim.Naive{}, Scenario: sc, Seed: 7, TimeScale: 0.1})
+	b, _, err := sim.Plan(sim.Options{System: baselines.Naive{}, Scenario: sc, Seed: 7, TimeScale: 0.1})
 	require.NoError(t, err)
 	require.Equal(t, a.String(), b.String())
 	require.NotEmpty(t, a)
-	c, _, _ := sim.Plan(sim.Options{System: sim.Naive{}, Scenario: sc, Seed: 8, TimeScale: 0.1})
+	c, _, _ := sim.Plan(sim.Options{System: baselines.Naive{}, Scenario: sc, Seed: 8, TimeScale: 0.1})
 	require.NotEqual(t, a.String(), c.String(), "another seed, another schedule")
 }
 
 func TestPlanRejectsImpossibleOptions(t *testing.T) {
 	sc := sim.Scenario{Name: "x", Instances: 1, Endpoints: 1, Duration: time.Minute}
 	for name, o := range map[string]sim.Options{
-		"zero scale":  {System: sim.Naive{}, Scenario: sc, TimeScale: 0},
+		"zero scale":  {System: baselines.Naive{}, Scenario: sc, TimeScale: 0},
 		"no system":   {Scenario: sc, TimeScale: 1},
-		"0 instances": {System: sim.Naive{}, Scenario: sim.Scenario{Name: "x", Endpoints: 1, Duration: time.Minute}, TimeScale: 1},
-		"too many":    {System: sim.Naive{}, Scenario: sc, TimeScale: 1, Instances: sim.MaxInstances + 1},
+		"0 instances": {System: baselines.Naive{}, Scenario: sim.Scenario{Name: "x", Endpoints: 1, Duration: time.Minute}, TimeScale: 1},
+		"too many":    {System: baselines.Naive{}, Scenario: sc, TimeScale: 1, Instances: sim.MaxInstances + 1},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, _, err := sim.Plan(o)

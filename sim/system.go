@@ -12,8 +12,9 @@ import (
 )
 
 // System is a lease implementation under test. The harness builds one Instance per virtual instance and
-// drives it through the scenario's faults. Tenure's reference manager is one System (Reference); a user
-// plugs in their own by implementing this interface and registering it (see Register).
+// drives it through the scenario's faults. Tenure's reference manager is one System (package
+// systems/reference); a user plugs in their own by implementing this interface and registering it (see
+// Register).
 type System interface {
 	// Name identifies the system in reports and on the command line.
 	Name() string

@@ -416,7 +416,7 @@ func plan(f *runFlags, names []string) ([]job, string, error) {
 				system = ws
 			case kindOf(ws) != kindOf(chosen):
 				if f.suite == "" {
-					return nil, "", fmt.Errorf("%w: scenario %s is for %s systems and %s is a %s system", errUsage, sc.Name, kindOf(ws), chosen.Name(), kindOf(chosen))
+					return nil, "", fmt.Errorf("%w: scenario %s is for %s systems and %s is %s %s system: pick one of the %s scenarios (simrun list) or %s %s system", errUsage, sc.Name, kindOf(ws), chosen.Name(), article(kindOf(chosen)), kindOf(chosen), kindOf(chosen), article(kindOf(ws)), kindOf(ws))
 				}
 				f.skipped = append(f.skipped, sc.Name)
 				continue
@@ -466,6 +466,14 @@ func resolveAuto(spec string) string {
 }
 
 // kindOf is "lease" or "election".
+// article is the indefinite article for a kind's name.
+func article(word string) string {
+	if word != "" && strings.ContainsRune("aeiou", rune(word[0])) {
+		return "an"
+	}
+	return "a"
+}
+
 func kindOf(s sim.System) string {
 	if k, ok := s.(sim.KindReporter); ok {
 		return k.Kind()

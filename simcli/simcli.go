@@ -24,6 +24,10 @@ import (
 	"syscall"
 
 	"github.com/redis/go-redis/v9"
+
+	// The reference systems (reference, election-redis, election-postgres and their hidden mutants): the
+	// command's defaults, the systems scenarios are written for and the matrix's yardstick.
+	_ "github.com/tenurelabs/tenure/systems/reference"
 )
 
 // quietLogger drops go-redis's internal log lines.

@@ -45,7 +45,7 @@ func TestBadInputIsAUsageErrorAndLeavesNothing(t *testing.T) {
 		"bad seed":           {[]string{"run", "crash-failover", "--seed", "12abc", "--out", out}, "want a decimal integer"},
 		"slot beyond fleet":  {[]string{"run", "scale-down-3-to-2", "--instances", "2", "--out", out}, "only 2 instances"},
 		"pause on embedded":  {[]string{"run", "redis-pause", "--redis", "embedded", "--out", out}, "cannot pause"},
-		"wrong kind":         {[]string{"run", "election-leader-crash-redis", "--system", "naive", "--out", out}, "is for election systems"},
+		"wrong kind":         {[]string{"run", "election-leader-crash-redis", "--system", "naive", "--out", out}, "is for election systems and naive is a lease system: pick one of the lease scenarios (simrun list) or an election system"},
 		"zero parallel":      {[]string{"run", "crash-failover", "--parallel", "0", "--out", out}, "--parallel must be at least 1"},
 		"unknown system":     {[]string{"run", "crash-failover", "--system", "nope", "--out", out}, `unknown system "nope"`},
 		"unknown backend":    {[]string{"run", "crash-failover", "--redis", "bogus", "--out", out}, "auto, server, embedded"},

@@ -6,6 +6,8 @@
 // The systems register themselves with sim.Register when the package is imported, exactly as a user's
 // system would:
 //
+//   - naive (lease): the classic design at its barest: SET NX PX to acquire, an unconditional PEXPIRE
+//     to renew and DEL to release, errors ignored; no local deadline, no fencing token, no balancing.
 //   - spec-naive (lease): per-endpoint leases as the polling-lease specification writes them: SET NX PX
 //     to acquire, Lua compare-the-value scripts to renew and release, renewal every RenewInterval,
 //     polling paused after a renewal error; no local deadline, no idempotent acquire, no fencing token,
@@ -21,8 +23,10 @@
 //     tries the lock every 5 s (spec time); the leader renews its row but never re-checks that its
 //     session still holds the lock.
 //
-// Every design with a refresh interval gets a seeded ±20 % jitter per instance, as real deployments
-// have: instances in lock step hide races. All time comes from InstanceConfig.Clock, all Redis access
-// goes through InstanceConfig.Client and every action on the resource through InstanceConfig.Poll.
+// Every design with a refresh interval but naive gets a seeded ±20 % jitter per instance, as real
+// deployments have: instances in lock step hide races (naive, the oldest baseline, keeps its fixed
+// interval, so that its recorded results stay comparable). All time comes from InstanceConfig.Clock,
+// all Redis access goes through InstanceConfig.Client and every action on the resource through
+// InstanceConfig.Poll.
 // None of these designs has a fencing token: they poll with token 0.
 package baselines

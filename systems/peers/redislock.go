@@ -1,31 +1,17 @@
-// Package peers wires the lock libraries Go teams pick off the shelf into the harness, the way their
-// READMEs show, so that `simrun matrix` can compare them with Tenure's reference. Each instance runs with
-// a seeded ±20 % jitter on its refresh interval, as real deployments do. Only the wiring is ours; what
-// the library does is the library's.
-//
-//   - redislock (github.com/bsm/redislock): a lock per endpoint, taken with Obtain(key, TTL) (no retry),
-//     kept with Refresh(key, TTL) every RenewInterval, given back with Release; an instance that finds
-//     an endpoint unlocked takes it (no balancing). A failed Refresh ends the holding (the README's
-//     pattern stops on any error). There is no local deadline and no fencing token: the library offers
-//     neither, and the README does not add one.
 package peers
 
 import (
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/bsm/redislock"
 
-	"github.com/tenurelabs/tenure/clock"
 	"github.com/tenurelabs/tenure/history"
 	"github.com/tenurelabs/tenure/sim"
 )
@@ -104,203 +90,37 @@ func (RedisLock) Classify(args []any, reply any, err error) (history.Op, bool) {
 
 // NewInstance implements sim.System.
 func (RedisLock) NewInstance(cfg sim.InstanceConfig) (sim.Instance, error) {
-	return &redisLockInstance{cfg: cfg, rng: rand.New(rand.NewSource(cfg.Seed)), locker: redislock.New(cfg.Client),
-		held: map[string]*heldLock{}}, nil
+	return newMember(cfg, redisLockLibrary{redislock.New(cfg.Client), cfg.Timing.LeaseTTL}), nil
 }
 
-type heldLock struct {
-	lock   *redislock.Lock
-	cancel context.CancelFunc
-	done   chan struct{}
+// redisLockLibrary takes a lock with Obtain (no retry), keeps it with Refresh, gives it back with Release.
+type redisLockLibrary struct {
+	client *redislock.Client
+	ttl    time.Duration
 }
 
-type redisLockInstance struct {
-	cfg    sim.InstanceConfig
-	locker *redislock.Client
-
-	rmu sync.Mutex
-	rng *rand.Rand
-
-	mu       sync.Mutex
-	held     map[string]*heldLock
-	obtained int // obtain attempts, for tokens (discover runs on one goroutine)
-	stop     context.CancelFunc
-	wg       sync.WaitGroup
+func (l redisLockLibrary) obtain(ctx context.Context, key, value string) (heldLock, error) {
+	lock, err := l.client.Obtain(ctx, key, l.ttl, &redislock.Options{Token: value})
+	if err != nil {
+		return nil, err
+	}
+	return redisLockHeld{lock, l.ttl}, nil
 }
 
-// jittered is d times a factor drawn from [0.8, 1.2].
-func (r *redisLockInstance) jittered(d time.Duration) time.Duration {
-	r.rmu.Lock()
-	defer r.rmu.Unlock()
-	return time.Duration(float64(d) * (0.8 + 0.4*r.rng.Float64()))
+type redisLockHeld struct {
+	lock *redislock.Lock
+	ttl  time.Duration
 }
 
-func (r *redisLockInstance) key(ep string) string { return r.cfg.KeyPrefix + "lease:" + ep }
-
-func (r *redisLockInstance) Start(ctx context.Context) error {
-	ctx, r.stop = context.WithCancel(ctx)
-	r.wg.Add(1)
-	go func() {
-		defer r.wg.Done()
-		for ctx.Err() == nil {
-			r.discover(ctx)
-			if !clock.Sleep(r.cfg.Clock, r.jittered(r.cfg.Timing.DiscoveryInterval), ctx.Done()) {
-				return
-			}
-		}
-	}()
-	return nil
+func (h redisLockHeld) refresh(ctx context.Context) string {
+	err := h.lock.Refresh(ctx, h.ttl, nil)
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, redislock.ErrNotObtained):
+		return "lost"
+	}
+	return "refresh-failed"
 }
 
-// discover tries to obtain every target it does not hold and lets go of those that are gone.
-func (r *redisLockInstance) discover(ctx context.Context) {
-	targets, ok := r.targets(ctx)
-	if !ok {
-		return
-	}
-	live := map[string]bool{}
-	for _, ep := range targets {
-		live[ep] = true
-		r.mu.Lock()
-		_, held := r.held[ep]
-		r.mu.Unlock()
-		if held {
-			continue
-		}
-		cctx, cancel := context.WithTimeout(ctx, r.cfg.Timing.OpTimeout)
-		// The token only has to be unique; drawing it from the instance's ID and a counter instead of the
-		// library's crypto/rand keeps every run reproducible from its seed; "<instance>:" tells the checker whose holding it names.
-		r.obtained++
-		lock, err := r.locker.Obtain(cctx, r.key(ep), r.cfg.Timing.LeaseTTL, &redislock.Options{Token: fmt.Sprintf("%s:%d", r.cfg.ID, r.obtained)})
-		cancel()
-		if err == nil {
-			r.hold(ctx, ep, lock)
-		}
-	}
-	r.mu.Lock()
-	var gone []string
-	for ep := range r.held {
-		if !live[ep] {
-			gone = append(gone, ep)
-		}
-	}
-	r.mu.Unlock()
-	for _, ep := range gone {
-		r.release(ctx, ep)
-	}
-}
-
-func (r *redisLockInstance) targets(ctx context.Context) ([]string, bool) {
-	cctx, cancel := context.WithTimeout(ctx, 2*r.cfg.Timing.OpTimeout)
-	defer cancel()
-	var out []string
-	iter := r.cfg.Client.Scan(cctx, 0, r.cfg.SessionPrefix+"*", 1000).Iterator()
-	for iter.Next(cctx) {
-		b, err := r.cfg.Client.Get(cctx, iter.Val()).Bytes()
-		if err != nil {
-			continue
-		}
-		var doc struct {
-			Paused bool `json:"paused"`
-		}
-		if json.Unmarshal(b, &doc) == nil && !doc.Paused {
-			out = append(out, strings.TrimPrefix(iter.Val(), r.cfg.SessionPrefix))
-		}
-	}
-	return out, iter.Err() == nil
-}
-
-// hold starts polling ep and refreshing its lock; a failed refresh ends both.
-func (r *redisLockInstance) hold(ctx context.Context, ep string, lock *redislock.Lock) {
-	hctx, cancel := context.WithCancel(ctx)
-	h := &heldLock{lock: lock, cancel: cancel, done: make(chan struct{})}
-	r.mu.Lock()
-	r.held[ep] = h
-	r.mu.Unlock()
-	r.observe(ep, history.Belief{Held: true, Reason: history.ReasonAcquired})
-	var pollers sync.WaitGroup
-	pollers.Add(1)
-	go func() {
-		defer pollers.Done()
-		for hctx.Err() == nil {
-			_ = r.cfg.Poll(hctx, ep, 0)
-			if !clock.Sleep(r.cfg.Clock, r.cfg.Timing.PollInterval, hctx.Done()) {
-				return
-			}
-		}
-	}()
-	r.wg.Add(1)
-	go func() {
-		defer r.wg.Done()
-		defer close(h.done)
-		defer pollers.Wait()
-		for clock.Sleep(r.cfg.Clock, r.jittered(r.cfg.Timing.RenewInterval), hctx.Done()) {
-			cctx, ccancel := context.WithTimeout(hctx, r.cfg.Timing.OpTimeout)
-			err := lock.Refresh(cctx, r.cfg.Timing.LeaseTTL, nil)
-			ccancel()
-			if err != nil && hctx.Err() == nil {
-				reason := "refresh-failed"
-				if errors.Is(err, redislock.ErrNotObtained) {
-					reason = "lost"
-				}
-				r.drop(ep, reason)
-				return
-			}
-		}
-	}()
-}
-
-func (r *redisLockInstance) observe(ep string, b history.Belief) {
-	if r.cfg.Observe != nil {
-		r.cfg.Observe(ep, b)
-	}
-}
-
-// drop ends the holding of ep (no release) and reports it.
-func (r *redisLockInstance) drop(ep, reason string) *heldLock {
-	r.mu.Lock()
-	h := r.held[ep]
-	delete(r.held, ep)
-	r.mu.Unlock()
-	if h != nil {
-		h.cancel()
-		r.observe(ep, history.Belief{Held: false, Reason: reason})
-	}
-	return h
-}
-
-// release ends the holding, waits for its poll in flight, then releases the lock.
-func (r *redisLockInstance) release(ctx context.Context, ep string) {
-	h := r.drop(ep, "released")
-	if h == nil {
-		return
-	}
-	<-h.done
-	cctx, cancel := context.WithTimeout(ctx, r.cfg.Timing.OpTimeout)
-	defer cancel()
-	_ = h.lock.Release(cctx)
-}
-
-func (r *redisLockInstance) Stop(ctx context.Context) error {
-	if r.stop == nil {
-		return nil
-	}
-	r.mu.Lock()
-	eps := make([]string, 0, len(r.held))
-	for ep := range r.held {
-		eps = append(eps, ep)
-	}
-	r.mu.Unlock()
-	for _, ep := range eps {
-		r.release(ctx, ep)
-	}
-	r.stop()
-	done := make(chan struct{})
-	go func() { r.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func (h redisLockHeld) release(ctx context.Context) { _ = h.lock.Release(ctx) }

@@ -2,18 +2,14 @@ package peers
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"math/rand"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-redsync/redsync/v4"
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
 
-	"github.com/tenurelabs/tenure/clock"
 	"github.com/tenurelabs/tenure/history"
 	"github.com/tenurelabs/tenure/sim"
 )
@@ -89,197 +85,37 @@ func (RedSync) Classify(args []any, reply any, err error) (history.Op, bool) {
 
 // NewInstance implements sim.System.
 func (r RedSync) NewInstance(cfg sim.InstanceConfig) (sim.Instance, error) {
-	in := &redsyncInstance{cfg: cfg, sys: r, rng: rand.New(rand.NewSource(cfg.Seed)), held: map[string]*heldMutex{}}
-	in.rs = redsync.New(goredis.NewPool(cfg.Client))
-	return in, nil
+	return newMember(cfg, redsyncLibrary{sys: r, rs: redsync.New(goredis.NewPool(cfg.Client)), ttl: cfg.Timing.LeaseTTL}), nil
 }
 
-type heldMutex struct {
-	mutex  *redsync.Mutex
-	cancel context.CancelFunc
-	done   chan struct{}
-}
-
-type redsyncInstance struct {
-	cfg sim.InstanceConfig
+// redsyncLibrary takes a lock with one TryLockContext, keeps it with ExtendContext, gives it back with
+// UnlockContext.
+type redsyncLibrary struct {
 	sys RedSync
 	rs  *redsync.Redsync
-
-	rmu sync.Mutex
-	rng *rand.Rand
-
-	mu     sync.Mutex
-	held   map[string]*heldMutex
-	values int // lock values handed out, for seeded values
-	stop   context.CancelFunc
-	wg     sync.WaitGroup
+	ttl time.Duration
 }
 
-func (r *redsyncInstance) jittered(d time.Duration) time.Duration {
-	r.rmu.Lock()
-	defer r.rmu.Unlock()
-	return time.Duration(float64(d) * (0.8 + 0.4*r.rng.Float64()))
+func (l redsyncLibrary) obtain(ctx context.Context, key, value string) (heldLock, error) {
+	opts := []redsync.Option{redsync.WithExpiry(l.ttl), redsync.WithTries(1),
+		redsync.WithGenValueFunc(func() (string, error) { return value, nil })}
+	if l.sys.SetNXOnExtend {
+		opts = append(opts, redsync.WithSetNXOnExtend())
+	}
+	m := l.rs.NewMutex(key, opts...)
+	if err := m.TryLockContext(ctx); err != nil {
+		return nil, err
+	}
+	return redsyncHeld{m}, nil
 }
 
-func (r *redsyncInstance) key(ep string) string { return r.cfg.KeyPrefix + "lease:" + ep }
+type redsyncHeld struct{ m *redsync.Mutex }
 
-func (r *redsyncInstance) Start(ctx context.Context) error {
-	ctx, r.stop = context.WithCancel(ctx)
-	r.wg.Add(1)
-	go func() {
-		defer r.wg.Done()
-		for ctx.Err() == nil {
-			r.discover(ctx)
-			if !clock.Sleep(r.cfg.Clock, r.jittered(r.cfg.Timing.DiscoveryInterval), ctx.Done()) {
-				return
-			}
-		}
-	}()
-	return nil
+func (h redsyncHeld) refresh(ctx context.Context) string {
+	if ok, err := h.m.ExtendContext(ctx); err != nil || !ok {
+		return "extend-failed"
+	}
+	return ""
 }
 
-func (r *redsyncInstance) discover(ctx context.Context) {
-	cctx, cancel := context.WithTimeout(ctx, 2*r.cfg.Timing.OpTimeout)
-	var targets []string
-	iter := r.cfg.Client.Scan(cctx, 0, r.cfg.SessionPrefix+"*", 1000).Iterator()
-	for iter.Next(cctx) {
-		b, err := r.cfg.Client.Get(cctx, iter.Val()).Bytes()
-		if err != nil {
-			continue
-		}
-		var doc struct {
-			Paused bool `json:"paused"`
-		}
-		if json.Unmarshal(b, &doc) == nil && !doc.Paused {
-			targets = append(targets, strings.TrimPrefix(iter.Val(), r.cfg.SessionPrefix))
-		}
-	}
-	scanErr := iter.Err()
-	cancel()
-	if scanErr != nil {
-		return
-	}
-	live := map[string]bool{}
-	for _, ep := range targets {
-		live[ep] = true
-		r.mu.Lock()
-		_, held := r.held[ep]
-		r.values++
-		value := fmt.Sprintf("%s:%d", r.cfg.ID, r.values)
-		r.mu.Unlock()
-		if held {
-			continue
-		}
-		opts := []redsync.Option{redsync.WithExpiry(r.cfg.Timing.LeaseTTL), redsync.WithTries(1),
-			redsync.WithGenValueFunc(func() (string, error) { return value, nil })}
-		if r.sys.SetNXOnExtend {
-			opts = append(opts, redsync.WithSetNXOnExtend())
-		}
-		m := r.rs.NewMutex(r.key(ep), opts...)
-		lctx, lcancel := context.WithTimeout(ctx, r.cfg.Timing.OpTimeout)
-		err := m.TryLockContext(lctx)
-		lcancel()
-		if err == nil {
-			r.hold(ctx, ep, m)
-		}
-	}
-	r.mu.Lock()
-	var gone []string
-	for ep := range r.held {
-		if !live[ep] {
-			gone = append(gone, ep)
-		}
-	}
-	r.mu.Unlock()
-	for _, ep := range gone {
-		r.release(ctx, ep)
-	}
-}
-
-func (r *redsyncInstance) hold(ctx context.Context, ep string, m *redsync.Mutex) {
-	hctx, cancel := context.WithCancel(ctx)
-	h := &heldMutex{mutex: m, cancel: cancel, done: make(chan struct{})}
-	r.mu.Lock()
-	r.held[ep] = h
-	r.mu.Unlock()
-	r.observe(ep, history.Belief{Held: true, Reason: history.ReasonAcquired})
-	var pollers sync.WaitGroup
-	pollers.Add(1)
-	go func() {
-		defer pollers.Done()
-		for hctx.Err() == nil {
-			_ = r.cfg.Poll(hctx, ep, 0)
-			if !clock.Sleep(r.cfg.Clock, r.cfg.Timing.PollInterval, hctx.Done()) {
-				return
-			}
-		}
-	}()
-	r.wg.Add(1)
-	go func() {
-		defer r.wg.Done()
-		defer close(h.done)
-		defer pollers.Wait()
-		for clock.Sleep(r.cfg.Clock, r.jittered(r.cfg.Timing.RenewInterval), hctx.Done()) {
-			cctx, ccancel := context.WithTimeout(hctx, r.cfg.Timing.OpTimeout)
-			ok, err := m.ExtendContext(cctx)
-			ccancel()
-			if (err != nil || !ok) && hctx.Err() == nil {
-				r.drop(ep, "extend-failed")
-				return
-			}
-		}
-	}()
-}
-
-func (r *redsyncInstance) observe(ep string, b history.Belief) {
-	if r.cfg.Observe != nil {
-		r.cfg.Observe(ep, b)
-	}
-}
-
-func (r *redsyncInstance) drop(ep, reason string) *heldMutex {
-	r.mu.Lock()
-	h := r.held[ep]
-	delete(r.held, ep)
-	r.mu.Unlock()
-	if h != nil {
-		h.cancel()
-		r.observe(ep, history.Belief{Held: false, Reason: reason})
-	}
-	return h
-}
-
-func (r *redsyncInstance) release(ctx context.Context, ep string) {
-	h := r.drop(ep, "released")
-	if h == nil {
-		return
-	}
-	<-h.done
-	cctx, cancel := context.WithTimeout(ctx, r.cfg.Timing.OpTimeout)
-	defer cancel()
-	_, _ = h.mutex.UnlockContext(cctx)
-}
-
-func (r *redsyncInstance) Stop(ctx context.Context) error {
-	if r.stop == nil {
-		return nil
-	}
-	r.mu.Lock()
-	eps := make([]string, 0, len(r.held))
-	for ep := range r.held {
-		eps = append(eps, ep)
-	}
-	r.mu.Unlock()
-	for _, ep := range eps {
-		r.release(ctx, ep)
-	}
-	r.stop()
-	done := make(chan struct{})
-	go func() { r.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func (h redsyncHeld) release(ctx context.Context) { _, _ = h.m.UnlockContext(ctx) }

@@ -1,4 +1,4 @@
-package sim_test
+package reference_test
 
 import (
 	"context"
@@ -16,13 +16,14 @@ import (
 	"github.com/tenurelabs/tenure/internal/redistest"
 	"github.com/tenurelabs/tenure/lease"
 	"github.com/tenurelabs/tenure/sim"
+	"github.com/tenurelabs/tenure/systems/reference"
 )
 
 func TestLeaseMutantsAreHiddenButRunnable(t *testing.T) {
 	listed := sim.Systems()
 	require.Contains(t, listed, "reference")
-	for _, n := range sim.LeaseMutants {
-		name := sim.MutantSystemName(n)
+	for _, n := range reference.LeaseMutants {
+		name := reference.MutantSystemName(n)
 		require.NotContains(t, listed, name)
 		s, err := sim.Lookup(name)
 		require.NoError(t, err)
@@ -35,7 +36,7 @@ func TestLeaseMutantsAreHiddenButRunnable(t *testing.T) {
 
 // Every script the reference or a mutant sends is classified, by EVALSHA and by EVAL.
 func TestReferenceClassifiesMutantScripts(t *testing.T) {
-	r := sim.NewMutant(mutation.NoGuard)
+	r := reference.NewMutant(mutation.NoGuard)
 	for sha, name := range lease.ScriptNames() {
 		if name != "acquire" {
 			continue
@@ -66,7 +67,7 @@ func TestReferenceBeliefsCarryDeadlines(t *testing.T) {
 	var mu sync.Mutex
 	var beliefs []history.Belief
 	var at []time.Time
-	in, err := sim.NewReference().NewInstance(sim.InstanceConfig{
+	in, err := reference.NewReference().NewInstance(sim.InstanceConfig{
 		ID: "i0", Seed: 1, Client: client, Clock: clock.Real{}, KeyPrefix: "poll:", SessionPrefix: "session:",
 		Timing: sim.Timing{LeaseTTL: 3 * time.Second, RenewInterval: time.Second, HeartbeatInterval: time.Second,
 			HeartbeatTTL: 3 * time.Second, DiscoveryInterval: time.Second, PollInterval: 100 * time.Millisecond,

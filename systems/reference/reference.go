@@ -1,4 +1,4 @@
-package sim
+package reference
 
 import (
 	"context"
@@ -13,9 +13,10 @@ import (
 	"github.com/tenurelabs/tenure/history"
 	"github.com/tenurelabs/tenure/internal/mutation"
 	"github.com/tenurelabs/tenure/lease"
+	"github.com/tenurelabs/tenure/sim"
 )
 
-func init() { Register("reference", func() System { return NewReference() }) }
+func init() { sim.Register("reference", func() sim.System { return NewReference() }) }
 
 // Reference is Tenure's lease.Manager as a system under test.
 type Reference struct {
@@ -27,11 +28,11 @@ type Reference struct {
 // NewReference returns the reference system.
 func NewReference() Reference { return Reference{name: "reference", scripts: lease.ScriptNames()} }
 
-// Name implements System.
+// Name implements sim.System.
 func (r Reference) Name() string { return r.name }
 
-// NewInstance implements System.
-func (r Reference) NewInstance(c InstanceConfig) (Instance, error) {
+// NewInstance implements sim.System.
+func (r Reference) NewInstance(c sim.InstanceConfig) (sim.Instance, error) {
 	cfg := lease.DefaultConfig()
 	cfg.InstanceID = c.ID
 	cfg.KeyPrefix = c.KeyPrefix
@@ -68,7 +69,7 @@ func (r Reference) NewInstance(c InstanceConfig) (Instance, error) {
 	return m, nil
 }
 
-// BookkeepingRead implements BookkeepingReader: the reference's read-only scripts (its session change
+// BookkeepingRead implements sim.BookkeepingReader: the reference's read-only scripts (its session change
 // counter read) are reads of its own bookkeeping.
 func (r Reference) BookkeepingRead(args []any) bool {
 	if len(args) < 2 {
@@ -88,7 +89,7 @@ func (r Reference) BookkeepingRead(args []any) bool {
 
 var readScripts = lease.ReadScripts()
 
-// Classify implements OpClassifier for the reference's Lua scripts (see lease.Scripts for their
+// Classify implements sim.OpClassifier for the reference's Lua scripts (see lease.Scripts for their
 // conventions).
 func (r Reference) Classify(args []any, reply any, err error) (history.Op, bool) {
 	if len(args) < 6 {

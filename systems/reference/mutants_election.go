@@ -1,6 +1,9 @@
-package sim
+package reference
 
-import "github.com/tenurelabs/tenure/internal/mutation"
+import (
+	"github.com/tenurelabs/tenure/internal/mutation"
+	"github.com/tenurelabs/tenure/sim"
+)
 
 // Election mutants: the reference election on Redis with one safety mechanism removed, for the
 // checker-power tests. Each is built exactly as election-redis, plus its mutation.
@@ -10,6 +13,6 @@ func init() {
 		"mutant-election-no-cancel":      mutation.ElectionNoCancel,      // the leader context outlives the local deadline
 	} {
 		sys := Election{mutant: name, mutations: mutation.Of(m)}
-		RegisterHidden(name, func() System { return sys })
+		sim.RegisterHidden(name, func() sim.System { return sys })
 	}
 }

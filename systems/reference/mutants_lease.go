@@ -1,8 +1,9 @@
-package sim
+package reference
 
 import (
 	"github.com/tenurelabs/tenure/internal/mutation"
 	"github.com/tenurelabs/tenure/lease"
+	"github.com/tenurelabs/tenure/sim"
 )
 
 // LeaseMutants are the reference's safety mechanisms that the checker-power tests remove one at a
@@ -31,7 +32,7 @@ var LeaseMutants = []mutation.Name{
 
 func init() {
 	for _, n := range LeaseMutants {
-		RegisterHidden(MutantSystemName(n), func() System { return NewMutant(n) })
+		sim.RegisterHidden(MutantSystemName(n), func() sim.System { return NewMutant(n) })
 	}
 }
 

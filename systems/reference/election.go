@@ -1,4 +1,4 @@
-package sim
+package reference
 
 import (
 	"context"
@@ -13,11 +13,12 @@ import (
 	"github.com/tenurelabs/tenure/election"
 	"github.com/tenurelabs/tenure/history"
 	"github.com/tenurelabs/tenure/internal/mutation"
+	"github.com/tenurelabs/tenure/sim"
 )
 
 func init() {
-	Register("election-redis", func() System { return Election{Postgres: false} })
-	Register("election-postgres", func() System { return Election{Postgres: true} })
+	sim.Register("election-redis", func() sim.System { return Election{Postgres: false} })
+	sim.Register("election-postgres", func() sim.System { return Election{Postgres: true} })
 }
 
 // Election is Tenure's reference leader election as a system under test. Each poll target is a role;
@@ -33,7 +34,7 @@ type Election struct {
 	mutations mutation.Set
 }
 
-// Name implements System.
+// Name implements sim.System.
 func (e Election) Name() string {
 	if e.mutant != "" {
 		return e.mutant
@@ -44,7 +45,7 @@ func (e Election) Name() string {
 	return "election-redis"
 }
 
-// Classify implements OpClassifier for the Redis backend's scripts (see election.ScriptNames), so the
+// Classify implements sim.OpClassifier for the Redis backend's scripts (see election.ScriptNames), so the
 // leader key is checked for linearizability like a lease key. A refused renew or release is not
 // modelled (the scripts also compare the term, which the model does not track); a successful release is
 // marked AbsentOK, since it also answers success for a key that expired with nobody granted since.
@@ -113,8 +114,8 @@ func (Election) Kind() string { return "election" }
 // UsesPostgres tells the harness to route the instance's link to PostgreSQL.
 func (e Election) UsesPostgres() bool { return e.Postgres }
 
-// NewInstance implements System.
-func (e Election) NewInstance(c InstanceConfig) (Instance, error) {
+// NewInstance implements sim.System.
+func (e Election) NewInstance(c sim.InstanceConfig) (sim.Instance, error) {
 	if e.Postgres && c.Postgres == nil {
 		return nil, errors.New("sim: election-postgres needs a PostgreSQL (see --postgres)")
 	}
@@ -123,7 +124,7 @@ func (e Election) NewInstance(c InstanceConfig) (Instance, error) {
 
 type electionInstance struct {
 	sys Election
-	cfg InstanceConfig
+	cfg sim.InstanceConfig
 
 	mu       sync.Mutex
 	backend  election.Backend
@@ -211,7 +212,7 @@ func (in *electionInstance) Start(ctx context.Context) error {
 
 // newPostgresBackend connects, retrying while the server is slow to accept (many instances starting at
 // once under load) until ctx ends. The elector's Start then rides out the same on its own calls.
-func newPostgresBackend(ctx context.Context, c InstanceConfig) (*election.PostgresBackend, error) {
+func newPostgresBackend(ctx context.Context, c sim.InstanceConfig) (*election.PostgresBackend, error) {
 	backoff := c.Timing.OpTimeout / 4
 	rng := rand.New(rand.NewPCG(uint64(c.Seed), 0x9e3779b9))
 	for {

@@ -1,4 +1,4 @@
-package sim
+package baselines
 
 import (
 	"context"
@@ -10,9 +10,10 @@ import (
 
 	"github.com/tenurelabs/tenure/clock"
 	"github.com/tenurelabs/tenure/history"
+	"github.com/tenurelabs/tenure/sim"
 )
 
-func init() { Register("naive", func() System { return Naive{} }) }
+func init() { sim.Register("naive", func() sim.System { return Naive{} }) }
 
 // Naive is the classic lease design, shipped as a baseline so the harness can show what it catches:
 // SET NX PX to acquire, an unconditional PEXPIRE to renew, an unconditional DEL to release, no local
@@ -20,16 +21,16 @@ func init() { Register("naive", func() System { return Naive{} }) }
 // token, no balancing. It is deliberately unsafe: do not use it for anything but comparison.
 type Naive struct{}
 
-// Name implements System.
+// Name implements sim.System.
 func (Naive) Name() string { return "naive" }
 
-// NewInstance implements System.
-func (Naive) NewInstance(cfg InstanceConfig) (Instance, error) {
+// NewInstance implements sim.System.
+func (Naive) NewInstance(cfg sim.InstanceConfig) (sim.Instance, error) {
 	return &naiveInstance{cfg: cfg, held: map[string]context.CancelFunc{}}, nil
 }
 
 type naiveInstance struct {
-	cfg InstanceConfig
+	cfg sim.InstanceConfig
 
 	mu   sync.Mutex
 	held map[string]context.CancelFunc

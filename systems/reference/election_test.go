@@ -1,4 +1,4 @@
-package sim_test
+package reference_test
 
 import (
 	"context"
