@@ -94,10 +94,10 @@ func TestAnnouncementsAreCoalesced(t *testing.T) {
 		}
 	}
 
-	m.announced("x")
+	m.announced("x", false)
 	require.True(t, kicked(), "the first announcement runs a round at once")
 	for i := 0; i < 100; i++ {
-		m.announced("x")
+		m.announced("x", false)
 		clk.advance(window / 200)
 	}
 	require.False(t, kicked(), "announcements inside the window wait for its end")
@@ -107,7 +107,7 @@ func TestAnnouncementsAreCoalesced(t *testing.T) {
 	require.Never(t, kicked, 50*time.Millisecond, time.Millisecond, "and only one")
 
 	clk.advance(2 * window)
-	m.announced("x")
+	m.announced("x", false)
 	require.True(t, kicked(), "after a quiet spell an announcement runs a round at once")
 }
 
@@ -180,10 +180,10 @@ func TestFleetScansOnlyWhenNeeded(t *testing.T) {
 
 	beat("d")
 	require.Equal(t, []string{"a", "b", "c"}, round(), "an unannounced newcomer waits for a scan")
-	m.announced("d")
+	m.announced("d", false)
 	require.Equal(t, []string{"a", "b", "c", "d"}, round(), "an announced one is read at once")
 	require.NoError(t, c.Del(ctx, "poll:node:b").Err())
-	m.announced("b") // a stop: it says why its heartbeat is gone
+	m.announced("b", true) // a stop: it says why its heartbeat is gone
 	require.Equal(t, []string{"a", "c", "d"}, round())
 	require.Equal(t, first, scans.n.Load(), "announcements need no scan")
 
@@ -293,4 +293,43 @@ func TestDueRoundReadsOnlyDueHeartbeats(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"b", "c", "d", "e"}, others)
 	require.Equal(t, int64(4), pttls.n.Load())
+}
+
+// While announcements keep coming, each coalescing window is twice the last, up to a quarter of the
+// discovery interval; a quiet spell starts again from the first window; a stop runs a round at once.
+func TestAnnouncementWindowGrowsInABurst(t *testing.T) {
+	clk := &handClock{now: time.Unix(1000, 0)}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	m := &Manager{cfg: Config{DiscoveryInterval: time.Second}, clock: clk, runCtx: ctx, discoverKick: make(chan struct{}, 1)}
+	first := time.Second / joinWindowDivisor
+	kicked := func() bool {
+		select {
+		case <-m.discoverKick:
+			return true
+		default:
+			return false
+		}
+	}
+	window := func() time.Duration { m.disc.mu.Lock(); defer m.disc.mu.Unlock(); return m.disc.window }
+
+	m.announced("a", false)
+	require.True(t, kicked())
+	require.Equal(t, first, window())
+	for _, want := range []time.Duration{2 * first, 4 * first, 5 * first, 5 * first} { // capped at 250 ms
+		w := window()
+		clk.advance(w / 2)
+		m.announced("b", false)
+		require.False(t, kicked(), "inside the window")
+		require.Eventually(t, func() bool { return clk.waiting() == 1 }, time.Second, time.Millisecond)
+		m.announced("s", true)
+		require.True(t, kicked(), "a stop runs a round at once, even inside the window")
+		clk.advance(w)
+		require.Eventually(t, kicked, time.Second, time.Millisecond, "the round at the window's end")
+		require.Equal(t, want, window())
+	}
+	clk.advance(2 * window())
+	m.announced("c", false)
+	require.True(t, kicked(), "after a quiet spell at once")
+	require.Equal(t, first, window(), "and from the first window again")
 }

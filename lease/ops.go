@@ -559,7 +559,7 @@ func (m *Manager) listen() {
 					m.kick(m.acquireKick)
 				}
 			case "join", "stop":
-				m.announced(f[1]) // coalesced (discovery.go)
+				m.announced(f[1], f[0] == "stop") // joins coalesced (discovery.go)
 			}
 		}
 	}
