@@ -176,8 +176,9 @@ func (c *ownShare) follow(insts []string) {
 		}
 	}
 	// Many newcomers (the first call, a fleet read after a partition): scoring every endpoint against
-	// every instance once is cheaper than inserting them one by one.
-	fresh := c.cand == nil || len(added) > shareCandidates
+	// every instance once is cheaper than inserting them one by one, which costs about two scores per
+	// endpoint and newcomer against one per endpoint and instance.
+	fresh := c.cand == nil || 2*len(added) > len(insts)
 	if fresh {
 		c.slotID, c.slotH, c.free = nil, nil, nil
 		c.slotOf = make(map[string]int32, len(insts))
