@@ -43,6 +43,10 @@ type leaseHistory struct {
 	wipes   int      // backend wipes modelled
 	unknown int      // operations with an unknown outcome
 	bySeq   map[int64]*history.Event
+	// promotions are the replica promotions the history records, for the lost-write diagnosis; ttl is
+	// the run's lease TTL.
+	promotions []promotion
+	ttl        time.Duration
 }
 
 // buildLeaseHistory turns the modelled operations (acquire, renew, release, read) into porcupine
@@ -56,7 +60,7 @@ type leaseHistory struct {
 //   - each fault with Wipes adds, to every key, a wipe that empties it at some instant of the fault
 //     window (the whole rest of the run if the window has no end).
 func buildLeaseHistory(idx *index) leaseHistory {
-	lh := leaseHistory{bySeq: map[int64]*history.Event{}}
+	lh := leaseHistory{bySeq: map[int64]*history.Event{}, promotions: promotions(idx.events), ttl: idx.meta.LeaseTTL}
 	clientOf := map[string]int{}
 	for _, in := range idx.instances {
 		clientOf[in] = len(lh.clients)
@@ -230,18 +234,26 @@ func checkLinearizability(idx *index, opts Options) Result {
 	switch {
 	case len(illegal) > 0:
 		var c collector
+		lost := 0
 		for i, k := range illegal {
 			if i >= opts.MaxViolations || time.Now().After(deadline.Add(locateBudget)) {
 				c.add(Violation{At: time.Duration(k.ops[0].Call), Endpoint: k.endpointOrKey(),
 					Message: fmt.Sprintf("key %s is not linearizable (not located: too many keys or out of time)", k.key)})
 				continue
 			}
-			c.add(locateIllegal(model, lh, k, deadline))
+			v := locateIllegal(model, lh, k, deadline)
+			if strings.HasPrefix(v.Message, lostWritePrefix) {
+				lost++
+			}
+			c.add(v)
 		}
 		res.Outcome = Violated
 		res.Violations, res.Truncated = c.capped(opts.MaxViolations)
 		res.Message = fmt.Sprintf("%d of %d keys have no linearization against a lease key with TTL: the backend (or the recording) "+
 			"gave answers no single copy of the key could give; %s", len(illegal), len(lh.keys), scope)
+		if lost > 0 {
+			res.Message += fmt.Sprintf("; %d of them show a lost acknowledged write at a promotion of a replica", lost)
+		}
 		if len(unknown) > 0 {
 			res.Message += fmt.Sprintf("; %d more keys undecided within %v", len(unknown), opts.LinearizabilityTimeout)
 		}
@@ -307,6 +319,17 @@ func locateIllegal(model porcupine.Model, lh leaseHistory, k *keyOps, deadline t
 		v.Events = append(v.Events, seq)
 		if e := lh.bySeq[seq]; e != nil && e.Instance != "" {
 			insts[e.Instance] = true
+		}
+	}
+	if msg, seqs, ok := lostWrite(k, *stuck, lh.promotions, lh.ttl); ok {
+		v.Message = msg + "; " + v.Message
+		for _, seq := range seqs {
+			if !slices.Contains(v.Events, seq) {
+				v.Events = append(v.Events, seq)
+			}
+			if e := lh.bySeq[seq]; e != nil && e.Instance != "" {
+				insts[e.Instance] = true
+			}
 		}
 	}
 	for in := range insts {

@@ -31,6 +31,10 @@ const (
 	KindNote      Kind = "note"      // free-form marker (phase changes such as "steady" windows)
 )
 
+// NotePromotion begins the note that records a replica's promotion to primary in a replicated backend
+// ("promotion: redis-0 -> redis-1"), so that reports and the checker can place it on the timeline.
+const NotePromotion = "promotion: "
+
 // Event is one line of a history. Exactly one of the typed payloads is set, matching Kind.
 type Event struct {
 	// Seq is the position in the history, assigned by the recorder; unique and increasing.

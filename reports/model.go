@@ -33,12 +33,14 @@ type model struct {
 	held     [][]span  // per endpoint: holding intervals
 	derived  bool      // some holdings were derived from polls (no belief events)
 
-	faults  []faultInfo
-	results []resultView
-	viols   []violInfo
-	caught  []violInfo // safe findings: caught outside the system's assumptions
-	groups  []foGroup
-	diag    []diagGroup // violations grouped by likely cause
+	faults []faultInfo
+	// promotions are the replica promotions of a replicated backend (history.NotePromotion notes).
+	promotions []promotionInfo
+	results    []resultView
+	viols      []violInfo
+	caught     []violInfo // safe findings: caught outside the system's assumptions
+	groups     []foGroup
+	diag       []diagGroup // violations grouped by likely cause
 }
 
 // span is an interval during which instance inst held (believed it held) an endpoint.
@@ -358,10 +360,19 @@ func (m *model) end(e *history.Event) time.Duration {
 	}
 }
 
-// buildFaults collects fault windows.
+// promotionInfo is a replica's promotion to primary: when, and "redis-0 -> redis-1".
+type promotionInfo struct {
+	at   time.Duration
+	what string
+}
+
+// buildFaults collects fault windows, and the promotions drawn beside them.
 func (m *model) buildFaults() {
 	for i := range m.ev {
 		e := &m.ev[i]
+		if e.Kind == history.KindNote && strings.HasPrefix(e.Note, history.NotePromotion) {
+			m.promotions = append(m.promotions, promotionInfo{at: e.At, what: strings.TrimPrefix(e.Note, history.NotePromotion)})
+		}
 		if e.Fault == nil {
 			continue
 		}

@@ -335,3 +335,19 @@ func TestWriteRunIsDeterministic(t *testing.T) {
 		require.Equal(t, mustRead(t, filepath.Join(a, f)), mustRead(t, filepath.Join(b, f)), f)
 	}
 }
+
+// A promotion of a replicated backend is drawn on the overview, labelled with the nodes.
+func TestWriteRunDrawsPromotions(t *testing.T) {
+	cfg := defaultSynth()
+	cfg.instances, cfg.endpoints, cfg.dur = 3, 6, 20*time.Second
+	r := synthRun(cfg)
+	seq := int64(len(r.History.Events) + 1)
+	r.History.Events = append(r.History.Events, history.Event{Seq: seq, Kind: history.KindNote, At: 7 * time.Second,
+		Note: history.NotePromotion + "redis-0 -> redis-1"})
+	dir := writeRun(t, r)
+	page := checkReportPage(t, dir, r)
+	labels := page.svg("overview").byClass("promotion-label")
+	require.Len(t, labels, 1)
+	require.Equal(t, "promoted redis-0 -> redis-1", labels[0].text.String())
+	require.Len(t, page.svg("overview").byClass("promotion"), 1)
+}

@@ -122,6 +122,12 @@ func renderOverview(m *model) string {
 		c.line(x, ly+2, x, shadeTop, `class="fault-tick"`)
 		c.text(tx, ly, `class="fault-label" text-anchor="`+anchor+`"`, f.label(m))
 	}
+	// Promotions of a replicated backend: a line through the fleet and endpoints, labelled at its foot.
+	for _, p := range m.promotions {
+		x := a.x(p.at)
+		c.line(x, shadeTop, x, shadeBottom, `class="promotion"`)
+		c.text(x+2, shadeBottom+12, `class="promotion-label"`, "promoted "+p.what)
+	}
 	if n := len(m.viols); n > 0 && n <= 12 { // few violations: a guide line from the axis to each marker
 		for _, v := range m.viols {
 			c.line(a.x(v.v.At), 16, a.x(v.v.At), shadeBottom, `class="vguide"`)

@@ -8,6 +8,7 @@ package scenarios
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -178,18 +179,22 @@ type Suite struct {
 	Name        string
 	Description string
 	TimeScale   float64
-	// Scenarios lists the scenario names; nil means every scenario in the catalogue.
+	// Scenarios lists the scenario names; nil means every scenario in the catalogue but those Exclude
+	// names.
 	Scenarios []string
+	Exclude   []string
 	// Parallel is how many scenarios run at once by default (each has its own Redis, proxies and
 	// PostgreSQL table; a run spends most of its time waiting, so two fit on two cores).
 	Parallel int
 }
 
 var suites = []Suite{
-	{Name: "ci", Description: "every scenario at a tenth of spec time", TimeScale: 0.1, Parallel: 2},
+	{Name: "ci", Description: "every scenario at a tenth of spec time, of the Sentinel ones only " + ciSentinel, TimeScale: 0.1, Parallel: 2,
+		Exclude: sentinelNotInCI()},
 	{Name: "quick", Description: "a representative few at a tenth of spec time", TimeScale: 0.1,
 		Scenarios: []string{"balance-3x9", "crash-failover", "redis-partition", "gc-pause", "scale-up-2-to-3"}},
 	{Name: "full", Description: "every scenario at spec timing", TimeScale: 1, Parallel: 2},
+	{Name: "sentinel", Description: "the Sentinel scenarios at a tenth of spec time", TimeScale: 0.1, Scenarios: sentinelNames()},
 	{Name: "soak", Description: "the random nemesis, repeated with new seeds until --duration is spent", TimeScale: 0.1, Scenarios: []string{"random-nemesis"}},
 }
 
@@ -216,7 +221,11 @@ func (su Suite) RunTime() time.Duration {
 
 func resolved(su Suite) Suite {
 	if su.Scenarios == nil {
-		su.Scenarios = Names()
+		for _, n := range Names() {
+			if !slices.Contains(su.Exclude, n) {
+				su.Scenarios = append(su.Scenarios, n)
+			}
+		}
 	}
 	return su
 }

@@ -35,7 +35,15 @@ type Backend interface {
 }
 
 // ErrBackendSpec is returned for a --redis value that is not understood.
-var ErrBackendSpec = errors.New("sim: unknown backend: use auto, server, embedded, server:rdb, server:aof, addr=HOST:PORT or container")
+var ErrBackendSpec = errors.New("sim: unknown backend: use auto, server, embedded, server:rdb, server:aof, sentinel, addr=HOST:PORT or container")
+
+// BackendOptions are what a backend of several processes needs from the run.
+type BackendOptions struct {
+	// TimeScale scales the topology's own timings (Sentinel's down-after and failover timeout).
+	TimeScale float64
+	// Seed seeds the topology's peer links (their latency jitter).
+	Seed int64
+}
 
 // OpenBackend starts or connects to the backend named by spec:
 //
@@ -47,8 +55,19 @@ var ErrBackendSpec = errors.New("sim: unknown backend: use auto, server, embedde
 //	embedded   miniredis in this process, its TTLs advanced in real time
 //	addr=H:P   an external Redis; never flushed, keys namespaced by run
 //	container  redis in a container via testcontainers-go (needs a Docker engine)
+//	sentinel   a private primary, two replicas and three sentinels (internal/topology), at spec timing
 func OpenBackend(ctx context.Context, spec string) (Backend, error) {
+	return OpenBackendWith(ctx, spec, BackendOptions{TimeScale: 1})
+}
+
+// OpenBackendWith is OpenBackend with the run's time scale and seed, which a topology uses.
+func OpenBackendWith(ctx context.Context, spec string, o BackendOptions) (Backend, error) {
 	switch {
+	case spec == TopologySentinel:
+		if o.TimeScale <= 0 {
+			o.TimeScale = 1
+		}
+		return openSentinel(ctx, o.TimeScale, o.Seed)
 	case spec == "" || spec == "auto":
 		if _, ok := redisserver.Available(); ok {
 			return openServer(ctx)
@@ -77,7 +96,7 @@ func OpenBackend(ctx context.Context, spec string) (Backend, error) {
 // CheckBackendSpec reports whether spec is a backend OpenBackend understands, without opening it.
 func CheckBackendSpec(spec string) error {
 	switch {
-	case spec == "" || spec == "auto" || spec == "server" || spec == "embedded" || spec == "container":
+	case spec == "" || spec == "auto" || spec == "server" || spec == "embedded" || spec == "container" || spec == TopologySentinel:
 		return nil
 	case strings.HasPrefix(spec, "server:"):
 		_, err := serverPersistence(spec)

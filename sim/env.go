@@ -16,6 +16,7 @@ import (
 	"github.com/tenurelabs/tenure/chaos"
 	"github.com/tenurelabs/tenure/clock"
 	"github.com/tenurelabs/tenure/history"
+	"github.com/tenurelabs/tenure/internal/topology"
 )
 
 // runner is one run's fleet and surroundings; it implements chaos.Env.
@@ -195,33 +196,12 @@ func (r *runner) newInstance() (*vinstance, context.Context, error) {
 	boot := time.Now()
 	id := fmt.Sprintf("i%d-%d-%08x", slot, boot.UnixNano(), suffix)
 
-	// The link carries the system's backend traffic: Redis, or PostgreSQL for systems that use it.
-	upstream, clientAddr := r.backend.Addr(), ""
-	if r.pg != nil {
-		upstream, clientAddr = r.pg.addr, r.backend.Addr()
-	}
-	// The proxy is named by slot, so that whatever a link derives from its name (the latency jitter
-	// seed) follows the run's seed and not the clock in the instance ID.
-	link, err := r.proxies.NewLink(fmt.Sprintf("%sslot-%d", r.linkPrefix, slot), upstream)
+	link, client, err := r.instanceLink(slot)
 	if err != nil {
 		return nil, nil, err
 	}
-	if clientAddr == "" {
-		clientAddr = link.Addr()
-	}
-	in := &vinstance{slot: slot, id: id, link: link, clock: clock.NewDrifting(clock.Real{}, 1)}
+	in := &vinstance{slot: slot, id: id, link: link, client: client, clock: clock.NewDrifting(clock.Real{}, 1)}
 	in.pclock = clock.NewPausable(in.clock)
-	in.client = redis.NewClient(&redis.Options{
-		Addr:                  clientAddr,
-		DialTimeout:           r.timing.OpTimeout,
-		ReadTimeout:           r.timing.OpTimeout,
-		WriteTimeout:          r.timing.OpTimeout,
-		ContextTimeoutEnabled: true,
-		PoolSize:              8,
-		// go-redis's default: re-send after a network error. Left on deliberately: lost replies
-		// followed by retries are one of the faults a lease must survive.
-		MaxRetries: 3,
-	})
 	in.client.AddHook(&recordingHook{instance: id, rec: r.rec, classifier: r.classifier, dead: in.dead.Load,
 		hold: in.hold, defaults: defaultClassifier{leasePrefix: r.keyPrefix + "lease:"}})
 	cfg := InstanceConfig{
@@ -255,6 +235,45 @@ func (r *runner) newInstance() (*vinstance, context.Context, error) {
 	r.mu.Unlock()
 	r.rec.Add(history.Event{Kind: history.KindLifecycle, At: r.rec.Now(), Instance: id, Lifecycle: &history.Lifecycle{Change: history.LifeStarted}})
 	return in, ictx, nil
+}
+
+// instanceLink creates the link an instance's backend traffic flows through and the Redis client that
+// uses it. On one node the link is one proxy; on a topology (see TopologyBackend) it is one proxy per
+// node, and the client is the topology's own, dialing each node through the instance's proxy for it.
+func (r *runner) instanceLink(slot int) (chaos.Link, redis.UniversalClient, error) {
+	// Proxies are named by slot, so that whatever a link derives from its name (the latency jitter
+	// seed) follows the run's seed and not the clock in the instance ID.
+	name := fmt.Sprintf("%sslot-%d", r.linkPrefix, slot)
+	if tb, ok := r.backend.(TopologyBackend); ok && r.pg == nil {
+		return topologyLinks(r.proxies, name, tb.Topology(), topology.ClientOptions{
+			DialTimeout: r.timing.OpTimeout, ReadTimeout: r.timing.OpTimeout, WriteTimeout: r.timing.OpTimeout,
+			PoolSize: 8, MaxRetries: 3,
+		})
+	}
+	// The link carries the system's backend traffic: Redis, or PostgreSQL for systems that use it.
+	upstream, clientAddr := r.backend.Addr(), ""
+	if r.pg != nil {
+		upstream, clientAddr = r.pg.addr, r.backend.Addr()
+	}
+	link, err := r.proxies.NewLink(name, upstream)
+	if err != nil {
+		return nil, nil, err
+	}
+	if clientAddr == "" {
+		clientAddr = link.Addr()
+	}
+	client := redis.NewClient(&redis.Options{
+		Addr:                  clientAddr,
+		DialTimeout:           r.timing.OpTimeout,
+		ReadTimeout:           r.timing.OpTimeout,
+		WriteTimeout:          r.timing.OpTimeout,
+		ContextTimeoutEnabled: true,
+		PoolSize:              8,
+		// go-redis's default: re-send after a network error. Left on deliberately: lost replies
+		// followed by retries are one of the faults a lease must survive.
+		MaxRetries: 3,
+	})
+	return link, client, nil
 }
 
 // instanceSeed mixes the run's seed with a slot number.

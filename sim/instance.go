@@ -22,7 +22,7 @@ type vinstance struct {
 	slot   int
 	id     string
 	link   chaos.Link
-	client *redis.Client
+	client redis.UniversalClient
 	// clock is the instance's oscillator (its rate is what a drift fault changes); pclock wraps it and
 	// is what the system is given, so that a pause stops the system's sense of time too.
 	clock  *clock.Drifting

@@ -155,7 +155,7 @@ func plan(o Options) (planned, error) {
 	if err := chaos.Validate(steps, sc.Instances, sessions); err != nil {
 		return p, fmt.Errorf("%w: scenario %s: %v", ErrOptions, sc.Name, err)
 	}
-	backendSpec, err := BackendFor(o.Backend, steps)
+	backendSpec, err := BackendForScenario(o.Backend, sc.Topology, steps)
 	if err != nil {
 		return p, fmt.Errorf("%w: scenario %s: %v", ErrOptions, sc.Name, err)
 	}
@@ -217,7 +217,7 @@ func lacksControl(spec string, pause bool) string {
 		spec = "embedded"
 	}
 	switch {
-	case spec == "server" || strings.HasPrefix(spec, "server:"):
+	case spec == "server" || strings.HasPrefix(spec, "server:") || spec == TopologySentinel:
 		return ""
 	case spec == "embedded" && pause:
 		return "the embedded Redis (chosen because no redis-server is installed, or asked for) cannot pause"
@@ -270,6 +270,9 @@ func assumptions(sc Scenario, t Timing, backend Backend, s chaos.Schedule) histo
 	a := history.Assumptions{DriftBound: t.DriftBound, Persistence: "none", Topology: "single"}
 	if pr, ok := backend.(PersistenceReporter); ok && pr.Persistence() != "" {
 		a.Persistence = pr.Persistence()
+	}
+	if tb, ok := backend.(TopologyBackend); ok {
+		a.Topology = tb.Kind()
 	}
 	seen := map[string]bool{}
 	add := func(name string) {

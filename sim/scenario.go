@@ -60,6 +60,9 @@ type Scenario struct {
 	// bound of its own (chaos.Step.Jitter): zero means chaos.DefaultJitter, a negative value pins every
 	// such step. Steady windows move with the steps before them, so a scenario's intent holds.
 	FaultJitter time.Duration
+	// Topology is the Redis deployment the scenario needs: TopologySingle (any backend) or
+	// TopologySentinel (a primary, replicas and sentinels the harness controls; see BackendForScenario).
+	Topology string
 	// Outside names the faults of this scenario that lie outside the system's stated assumptions (for
 	// the history's header; see history.Assumptions). A pause, and a clock drift beyond the drift bound,
 	// are always outside and need not be named.

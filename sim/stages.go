@@ -73,6 +73,8 @@ func setUp(ctx context.Context, o Options, p planned, td *teardown) (*stagedRun,
 
 	start := time.Now()
 	rec := history.NewRecorderFrom(start)
+	stopWatch := watchBackend(ctx, backend, rec)
+	td.add(func() error { stopWatch(); return nil })
 	logger := slog.New(newOnceKeys(slog.NewJSONHandler(discardIfNil(o.Log), &slog.HandlerOptions{Level: slog.LevelInfo})))
 	r := &runner{
 		o: o, sc: sc, timing: p.timing, rec: rec, rng: rand.New(rand.NewSource(o.Seed)), backend: backend, proxies: proxies,
@@ -106,13 +108,13 @@ func setUp(ctx context.Context, o Options, p planned, td *teardown) (*stagedRun,
 	return &stagedRun{runner: r, p: p, start: start}, nil
 }
 
-// openRunBackend opens the Redis the schedule needs (see BackendFor).
+// openRunBackend opens the Redis the scenario and its schedule need (see BackendForScenario).
 func openRunBackend(ctx context.Context, o Options, schedule chaos.Schedule, td *teardown) (Backend, error) {
-	spec, err := BackendFor(o.Backend, schedule)
+	spec, err := BackendForScenario(o.Backend, o.effectiveScenario().Topology, schedule)
 	if err != nil {
 		return nil, err
 	}
-	backend, err := OpenBackend(ctx, spec)
+	backend, err := OpenBackendWith(ctx, spec, BackendOptions{TimeScale: o.TimeScale, Seed: o.Seed})
 	if err != nil {
 		return nil, err
 	}
@@ -137,11 +139,14 @@ func openProxies(o Options, td *teardown) (chaos.Proxies, error) {
 	return proxies, nil
 }
 
-// connectAdmin opens the harness's own connection to the backend (sessions, clean-up) and checks that
-// the backend answers and, unless it is shared, holds nothing yet.
+// connectAdmin opens the harness's own connection to the backend (sessions, clean-up; a topology's
+// own client, past every proxy) and checks that the backend answers and, unless it is shared, holds
+// nothing yet.
 func connectAdmin(ctx context.Context, backend Backend, td *teardown) (*redis.Client, error) {
-	admin := redis.NewClient(&redis.Options{Addr: backend.Addr(), MaxRetries: 3, ContextTimeoutEnabled: true})
-	td.add(func() error { _ = admin.Close(); return nil })
+	admin, owned := adminClient(backend)
+	if owned {
+		td.add(func() error { _ = admin.Close(); return nil })
+	}
 	if err := admin.Ping(ctx).Err(); err != nil {
 		return nil, fmt.Errorf("sim: backend %s does not answer: %w", backend.Describe(), err)
 	}

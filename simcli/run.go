@@ -87,7 +87,7 @@ func (f *runFlags) registerCommon(fs *flag.FlagSet) {
 		f.timeScale, f.timeScaleSet = v, true
 		return nil
 	})
-	fs.StringVar(&f.redis, "redis", "auto", "backend: auto, server, embedded, addr=HOST:PORT or container; server:rdb or server:aof for a private server with persistence")
+	fs.StringVar(&f.redis, "redis", "auto", "backend: auto, server, embedded, addr=HOST:PORT or container; server:rdb or server:aof for a private server with persistence; sentinel for a private primary, two replicas and three sentinels")
 	fs.StringVar(&f.system, "system", "reference", "system under test (see simrun list)")
 	fs.StringVar(&f.toxiproxy, "toxiproxy", "", "URL of an external toxiproxy-server (default: embedded)")
 	fs.StringVar(&f.postgres, "postgres", "", "PostgreSQL for the election-postgres scenarios (default: $TENURE_PG_URL, else "+sim.DefaultPostgresURL+")")
@@ -431,8 +431,9 @@ func plan(f *runFlags, names []string) ([]job, string, error) {
 		if err != nil {
 			return nil, "", fmt.Errorf("%w: %v", errUsage, err)
 		}
-		// The backend this scenario runs on: a restart from files turns server into server:rdb or :aof.
-		if spec, err := sim.BackendFor(f.backend, sched); err == nil {
+		// The backend this scenario runs on: a restart from files turns server into server:rdb or :aof, a
+		// Sentinel scenario turns it into sentinel.
+		if spec, err := sim.BackendForScenario(f.backend, sc.Topology, sched); err == nil {
 			o.Backend = spec
 		}
 		o.Command = replay(o, *f)

@@ -149,9 +149,9 @@ func printSummary(w io.Writer, rows []summaryRow) {
 
 func list(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SCENARIO\tFLEET\tDESCRIPTION")
+	fmt.Fprintln(tw, "SCENARIO\tFLEET\tREDIS\tDESCRIPTION")
 	for _, sc := range scenarios.All() {
-		fmt.Fprintf(tw, "%s\t%d×%d\t%s\n", sc.Name, sc.Instances, sc.Endpoints, sc.Description)
+		fmt.Fprintf(tw, "%s\t%d×%d\t%s\t%s\n", sc.Name, sc.Instances, sc.Endpoints, topologyWord(sc.Topology), sc.Description)
 	}
 	fmt.Fprintln(tw, "\nSUITE\tSCALE\tRUN TIME\tDESCRIPTION")
 	for _, su := range scenarios.Suites() {
@@ -166,4 +166,12 @@ func list(w io.Writer) error {
 		fmt.Fprintln(tw, n)
 	}
 	return tw.Flush()
+}
+
+// topologyWord names the Redis deployment a scenario needs, for simrun list.
+func topologyWord(t string) string {
+	if t == sim.TopologySingle {
+		return "any"
+	}
+	return t
 }

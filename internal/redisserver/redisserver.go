@@ -38,6 +38,14 @@ type Options struct {
 	// at redis-server's default save points, and on SAVE) or "aof" (an append-only file fsynced every
 	// second, as appendfsync everysec).
 	Persistence string
+	// Config, when set, is the content of a configuration file written into the server's directory
+	// (as redis.conf) and named first on the command line; Args and the options above still override
+	// it. The file is written once: a restart keeps what the server rewrote into it (a sentinel records
+	// its state there, as a real one does across restarts).
+	Config string
+	// Sentinel runs the server in sentinel mode (redis-server CONFIG --sentinel); it needs a Config
+	// with at least one "sentinel monitor" line, and a sentinel keeps no dataset.
+	Sentinel bool
 }
 
 // Persistence modes a server can run with.
@@ -151,8 +159,24 @@ func FreePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
+// confFile is the name of the configuration file written from Options.Config.
+const confFile = "redis.conf"
+
 func (s *Server) launch() error {
-	args := []string{
+	var args []string
+	if s.opts.Config != "" || s.opts.Sentinel {
+		conf := filepath.Join(s.dir, confFile)
+		if _, err := os.Stat(conf); errors.Is(err, os.ErrNotExist) {
+			if err := os.WriteFile(conf, []byte(s.opts.Config), 0o600); err != nil {
+				return fmt.Errorf("redisserver: write %s: %w", conf, err)
+			}
+		}
+		args = append(args, conf)
+	}
+	if s.opts.Sentinel {
+		args = append(args, "--sentinel")
+	}
+	args = append(args,
 		"--port", strconv.Itoa(s.port),
 		"--bind", "127.0.0.1",
 		"--dir", s.dir,
@@ -162,7 +186,7 @@ func (s *Server) launch() error {
 		"--protected-mode", "no",
 		"--loglevel", "warning",
 		"--logfile", filepath.Join(s.dir, "redis.log"),
-	}
+	)
 	switch s.opts.Persistence {
 	case PersistRDB:
 		// redis-server's own default save points.
@@ -239,6 +263,9 @@ func ping(addr string, timeout time.Duration) error {
 
 // Addr returns host:port.
 func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
+
+// Sentinel reports whether the server runs in sentinel mode.
+func (s *Server) Sentinel() bool { return s.opts.Sentinel }
 
 // Dir is the server's working directory, where its RDB and AOF files live.
 func (s *Server) Dir() string { return s.dir }

@@ -1,0 +1,60 @@
+package checker
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tenurelabs/tenure/history"
+)
+
+func (b *builder) note(text string, at time.Duration) *builder {
+	return b.add(history.Event{Kind: history.KindNote, At: at, Note: text})
+}
+
+// An acquire acknowledged by a primary that is then replaced, followed by another owner's acquire
+// while the first should still hold: the checker reports a lost acknowledged write next to the
+// promotion. Without a promotion in the history the same violation is only a violation.
+func TestLinearizabilityDiagnosesLostWriteAtPromotion(t *testing.T) {
+	ttl := time.Second
+	acq, ren := history.OpAcquire, history.OpRenew
+	lost := func(promote bool) *builder {
+		b := linOnly().op("a", acq, key, "a", ttl, ms(100), ms(110), true, "").
+			op("a", ren, key, "a", ttl, ms(400), ms(410), true, "")
+		if promote {
+			b.note(history.NotePromotion+"redis-0 -> redis-1", ms(500))
+		}
+		return b.op("b", acq, key, "b", ttl, ms(700), ms(710), true, "")
+	}
+
+	r := resultOf(t, Check(lost(true).build(), DefaultOptions()), InvLinearizable)
+	require.Equal(t, Violated, r.Outcome, r.Message)
+	require.Contains(t, r.Message, "1 of them show a lost acknowledged write at a promotion")
+	require.Len(t, r.Violations, 1)
+	v := r.Violations[0]
+	require.Contains(t, v.Message, "lost acknowledged write: renew by a")
+	require.Contains(t, v.Message, "after the promotion redis-0 -> redis-1 at 500ms")
+	require.Contains(t, v.Message, "cannot follow", "the porcupine location stays in the message")
+	require.ElementsMatch(t, []string{"a", "b"}, v.Instances)
+
+	r = resultOf(t, Check(lost(false).build(), DefaultOptions()), InvLinearizable)
+	require.Equal(t, Violated, r.Outcome, r.Message)
+	require.NotContains(t, r.Violations[0].Message, "lost acknowledged write")
+
+	// A write that expired before the contradicting operation is not lost: the key is legitimately free.
+	late := linOnly().op("a", acq, key, "a", ttl, ms(100), ms(110), true, "").
+		note(history.NotePromotion+"redis-0 -> redis-1", ms(500)).
+		op("b", acq, key, "b", ttl, ms(1200), ms(1210), true, "")
+	r = resultOf(t, Check(late.build(), DefaultOptions()), InvLinearizable)
+	require.Equal(t, Pass, r.Outcome, r.Message)
+
+	// A release the old primary acknowledged, lost: the key is still there for the next acquire.
+	rel := linOnly().op("a", acq, key, "a", ttl, ms(100), ms(110), true, "").
+		note(history.NotePromotion+"redis-0 -> redis-1", ms(300)).
+		op("a", history.OpRelease, key, "a", 0, ms(400), ms(410), true, "").
+		op("b", acq, key, "b", ttl, ms(500), ms(510), false, "")
+	r = resultOf(t, Check(rel.build(), DefaultOptions()), InvLinearizable)
+	require.Equal(t, Violated, r.Outcome, r.Message)
+	require.Contains(t, r.Violations[0].Message, "lost acknowledged write: release by a")
+}
