@@ -110,7 +110,7 @@ func StartCluster(ctx context.Context, opts ClusterOptions) (*Cluster, error) {
 		opts.Name = "cluster"
 	}
 	if _, ok := redisserver.Available(); !ok && opts.Binary == "" {
-		return nil, redisserver.ErrNoBinary
+		return nil, ErrNoBinary
 	}
 	c := &Cluster{opts: opts}
 	ok := false

@@ -51,6 +51,28 @@ func TestClusterStartsWholeAndFailsOver(t *testing.T) {
 		require.NoError(t, cl.Set(ctx, k, k, 0).Err())
 	}
 
+	// As a Topology: named nodes, their processes and peer links, and a client through a MapDialer.
+	var topo Topology = c
+	require.Len(t, topo.Nodes(), 6)
+	local := map[string]string{}
+	for announced, l := range links.Links {
+		local[announced] = l.Addr()
+	}
+	for _, n := range topo.Nodes() {
+		srv, err := topo.Server(n.Name)
+		require.NoError(t, err)
+		require.Equal(t, n.Listen, srv.Addr())
+		peer, err := topo.PeerLink(n.Name)
+		require.NoError(t, err)
+		require.Equal(t, n.Announced, peer.Addr())
+		require.Contains(t, local, n.Announced)
+	}
+	_, err = topo.Server("nope")
+	require.ErrorContains(t, err, "redis-0")
+	tc := topo.NewClient(ClientOptions{DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second}, MapDialer(local, time.Second))
+	t.Cleanup(func() { _ = tc.Close() })
+	require.Equal(t, "c", tc.Get(ctx, "c").Val())
+
 	// Only the client's own proxies carry its traffic: cutting them stops it.
 	for _, l := range links.Links {
 		require.NoError(t, l.Partition())
