@@ -157,7 +157,11 @@ func plan(o Options) (planned, error) {
 	if err := chaos.Validate(steps, sc.Instances, sessions); err != nil {
 		return p, fmt.Errorf("%w: scenario %s: %v", ErrOptions, sc.Name, err)
 	}
-	backendSpec, err := BackendForScenario(o.Backend, sc.Topology, steps)
+	need, err := TopologyNeed(o.System, sc.Topology)
+	if err != nil {
+		return p, fmt.Errorf("%w: scenario %s: %v", ErrOptions, sc.Name, err)
+	}
+	backendSpec, err := BackendForScenario(o.Backend, need, steps)
 	if err != nil {
 		return p, fmt.Errorf("%w: scenario %s: %v", ErrOptions, sc.Name, err)
 	}
@@ -219,7 +223,7 @@ func lacksControl(spec string, pause bool) string {
 		spec = "embedded"
 	}
 	switch {
-	case spec == "server" || strings.HasPrefix(spec, "server:") || spec == TopologySentinel:
+	case spec == "server" || strings.HasPrefix(spec, "server:") || spec == TopologySentinel || spec == TopologyIndependent:
 		return ""
 	case spec == "embedded" && pause:
 		return "the embedded Redis (chosen because no redis-server is installed, or asked for) cannot pause"
@@ -244,7 +248,11 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	res.Schedule = schedule
 	sc := o.effectiveScenario()
 
-	spec, err := BackendForScenario(o.Backend, sc.Topology, schedule)
+	need, err := TopologyNeed(o.System, sc.Topology)
+	if err != nil {
+		return res, err
+	}
+	spec, err := BackendForScenario(o.Backend, need, schedule)
 	if err != nil {
 		return res, err
 	}
@@ -389,6 +397,9 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 			}
 			hf := &history.Fault{ID: fr.ID, Name: fr.Name, Targets: fr.Applied.Targets, Params: fr.Applied.Params,
 				Wipes: fr.Applied.Wipes, Removes: fr.Applied.Removes}
+			if ib, ok := backend.(*independentBackend); ok && hf.Wipes {
+				hf.WipedNode = ib.t.Nodes()[0].Name
+			}
 			if fr.Err != nil {
 				hf.Err = fr.Err.Error()
 			}

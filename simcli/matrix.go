@@ -312,6 +312,9 @@ func fits(system sim.System, sc sim.Scenario) bool {
 		}
 		scKind, scPG = kindOf(written), usesPostgres(written)
 	}
+	if _, err := sim.TopologyNeed(system, sc.Topology); err != nil {
+		return false // a system tied to one topology (Redlock's independent nodes) and a scenario tied to another
+	}
 	return kindOf(system) == scKind && usesPostgres(system) == scPG
 }
 

@@ -432,9 +432,11 @@ func plan(f *runFlags, names []string) ([]job, string, error) {
 			return nil, "", fmt.Errorf("%w: %v", errUsage, err)
 		}
 		// The backend this scenario runs on: a restart from files turns server into server:rdb or :aof, a
-		// Sentinel scenario turns it into sentinel.
-		if spec, err := sim.BackendForScenario(f.backend, sc.Topology, sched); err == nil {
-			o.Backend = spec
+		// Sentinel scenario turns it into sentinel, a Redlock system into independent.
+		if need, err := sim.TopologyNeed(system, sc.Topology); err == nil {
+			if spec, err := sim.BackendForScenario(f.backend, need, sched); err == nil {
+				o.Backend = spec
+			}
 		}
 		o.Command = replay(o, *f)
 		dir := f.out
