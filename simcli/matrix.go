@@ -312,8 +312,12 @@ func fits(system sim.System, sc sim.Scenario) bool {
 		}
 		scKind, scPG = kindOf(written), usesPostgres(written)
 	}
-	if _, err := sim.TopologyNeed(system, sc.Topology); err != nil {
+	need, err := sim.TopologyNeed(system, sc.Topology)
+	if err != nil {
 		return false // a system tied to one topology (Redlock's independent nodes) and a scenario tied to another
+	}
+	if _, err := sim.BackendForScenario("server", need, sc.Steps); err != nil {
+		return false // e.g. a restart from snapshot files, which only a single private server has
 	}
 	return kindOf(system) == scKind && usesPostgres(system) == scPG
 }
