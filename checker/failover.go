@@ -296,7 +296,11 @@ func (idx *index) liveInst(in string, t time.Duration) bool {
 // scale change and returns how many changes it judged. When an instance was removed by a fault (a
 // crash, or a restart under a new ID, which is a crash and a start at once) within a bound before the
 // change, a window that began before that fault is counted from the fault, as a failover is: the time
-// between the last poll and the fault was not lost to the change.
+// between the last poll and the fault was not lost to the change. Likewise when the instance that
+// made a window's first poll was removed by a fault inside the window (it took the endpoint over in
+// the change and then crashed, say): the rest of the window is that fault's failover, bounded from the
+// fault (FR-017, and the failover check judges it so), and the time before it was the poller's own
+// poll interval. The bound is the same either way; only its start moves to the fault.
 func checkScaleGaps(idx *index, c *collector) int {
 	bound := idx.meta.FailoverBound
 	judged := 0
@@ -344,6 +348,9 @@ func checkScaleGaps(idx *index, c *collector) int {
 				if removed && gapStart < removedAt {
 					gapStart, from = removedAt, ", counted from the fault that removed an instance"
 				}
+				if at, ok := pollerRemovedWithin(idx, prev.Instance, gapStart, gapEnd); ok {
+					gapStart, from = at, ", counted from the fault that removed its poller"
+				}
 				if gapEnd-gapStart > bound && !reported[prev.Seq] {
 					reported[prev.Seq] = true
 					v := Violation{At: prev.At, Endpoint: ep, Instances: []string{prev.Instance},
@@ -364,6 +371,19 @@ func checkScaleGaps(idx *index, c *collector) int {
 		}
 	}
 	return judged
+}
+
+// pollerRemovedWithin returns the start of the latest fault that removed instance and began inside
+// (from, to).
+func pollerRemovedWithin(idx *index, instance string, from, to time.Duration) (time.Duration, bool) {
+	var at time.Duration
+	found := false
+	for _, f := range idx.faults {
+		if f.Fault.Removes && f.At > from && f.At < to && (!found || f.At > at) && slices.Contains(f.Fault.Targets, instance) {
+			at, found = f.At, true
+		}
+	}
+	return at, found
 }
 
 // lastRemovingFault returns the start of the latest fault that removed instances and began in

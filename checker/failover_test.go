@@ -253,3 +253,27 @@ func TestHandoffBound(t *testing.T) {
 		})
 	}
 }
+
+// A stop hands e1 to b, which polls it and then crashes: the window from b's last poll to the next
+// poll spans b's crash, and what follows the crash is its failover (judged from the crash, with the
+// same bound) rather than time the stop lost. Counted from the crash it is within the bound; a window
+// that the crash of another instance does not explain is still judged from its last poll.
+func TestScaleGapSpanningThePollersCrash(t *testing.T) {
+	s := time.Second
+	base := func(crashed string) *builder {
+		return newBuilder().life("a", history.LifeStarted, 0).life("b", history.LifeStarted, 0).
+			life("c", history.LifeStarted, 0).life("d", history.LifeStarted, 0).
+			polls("a", "e1", 0, 5*s, s, 1).
+			fault("f1", "stop", 5*s, 5*s, true, false, "a").life("a", history.LifeStopped, 5*s).
+			polls("b", "e1", 5*s+ms(200), 6*s+ms(300), s, 2).
+			fault("f2", "crash", 6*s+ms(500), 6*s+ms(500), true, false, crashed).
+			life(crashed, history.LifeCrashed, 6*s+ms(500)).
+			polls("c", "e1", 11*s+ms(300), 20*s, s, 3)
+	}
+	r := resultOf(t, Check(base("b").build(), DefaultOptions()), InvFailover)
+	require.Equal(t, Pass, r.Outcome, allText(r))
+
+	r = resultOf(t, Check(base("d").build(), DefaultOptions()), InvFailover)
+	require.Equal(t, Violated, r.Outcome, allText(r))
+	require.Contains(t, allText(r), "e1 not polled for 5.1s (from 6.2s to 11.3s) around a stopped at 5s")
+}

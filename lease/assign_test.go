@@ -150,3 +150,141 @@ func TestAssignMatchesDefinition(t *testing.T) {
 		require.Equal(t, assignByDefinition(insts, eps), Assign(insts, eps), "n=%d e=%d", n, e)
 	}
 }
+
+func TestOwnShareMatchesAssign(t *testing.T) {
+	r := rand.New(rand.NewSource(13))
+	var c ownShare
+	for i := 0; i < 200; i++ {
+		n, e := 1+r.Intn(30), r.Intn(400)
+		insts := dedupe(ids(fmt.Sprintf("h%d-", r.Intn(1000)), n))
+		eps := endpoints(e)
+		if e > 0 && r.Intn(3) == 0 { // duplicates, any order
+			eps = append(eps, eps[:r.Intn(e)]...)
+			r.Shuffle(len(eps), func(i, j int) { eps[i], eps[j] = eps[j], eps[i] })
+		}
+		if i%4 != 0 || c.set == nil { // the cache is kept across calls; every fourth call sees the same targets again
+			c.update(eps)
+		} else {
+			require.False(t, c.update(slices.Clone(c.targets)), "unchanged targets")
+			eps = c.targets
+		}
+		all := Assign(insts, eps)
+		for _, self := range insts {
+			want := map[string]bool{}
+			for ep, owner := range all {
+				if owner == self {
+					want[ep] = true
+				}
+			}
+			require.Equal(t, want, c.assigned(insts, self), "n=%d e=%d self=%s", n, len(eps), self)
+		}
+		for _, ep := range eps {
+			require.True(t, c.set[ep])
+		}
+		require.Len(t, c.set, len(dedupe(eps)))
+	}
+}
+
+// One instance's share of 10,000 endpoints among 100 instances, as a fleet computes it when one
+// instance leaves or joins (the fleet alternates between 99 and 100), and for comparison Assign.
+func BenchmarkOwnShare100x10k(b *testing.B) {
+	insts, eps := dedupe(ids("inst-", 100)), endpoints(10000)
+	fewer := slices.Delete(slices.Clone(insts), 50, 51)
+	b.Run("share", func(b *testing.B) {
+		var c ownShare
+		c.update(eps)
+		i := 0
+		for b.Loop() {
+			if i++; i%2 == 0 {
+				c.assigned(insts, insts[7])
+			} else {
+				c.assigned(fewer, insts[7])
+			}
+		}
+	})
+	b.Run("first", func(b *testing.B) { // an instance's first round: every list built
+		var c ownShare
+		c.update(eps)
+		for b.Loop() {
+			c.cand = nil
+			c.assigned(insts, insts[7])
+		}
+	})
+	b.Run("assign", func(b *testing.B) {
+		for b.Loop() {
+			Assign(insts, eps)
+		}
+	})
+}
+
+// The candidate lists are kept across fleet changes: a fleet that grows and shrinks a few instances at
+// a time, and sometimes many at once, must still get Assign's answer on every instance.
+func TestOwnShareFollowsFleetChanges(t *testing.T) {
+	r := rand.New(rand.NewSource(17))
+	for run := 0; run < 6; run++ {
+		var c ownShare
+		eps := endpoints(200 + r.Intn(1500))
+		c.update(eps)
+		next := 0
+		newID := func() string { next++; return fmt.Sprintf("node-%d-%d", run, next) }
+		var fleet []string
+		for i := 0; i < 1+r.Intn(5); i++ {
+			fleet = append(fleet, newID())
+		}
+		for step := 0; step < 60; step++ {
+			switch k := r.Intn(10); {
+			case k < 4: // joins
+				for j := 0; j < 1+r.Intn(3); j++ {
+					fleet = append(fleet, newID())
+				}
+			case k < 8 && len(fleet) > 1: // leaves
+				for j := 0; j < 1+r.Intn(3) && len(fleet) > 1; j++ {
+					i := r.Intn(len(fleet))
+					fleet = slices.Delete(fleet, i, i+1)
+				}
+			case k == 8: // a burst of newcomers
+				for j := 0; j < 9+r.Intn(20); j++ {
+					fleet = append(fleet, newID())
+				}
+			default: // the targets change
+				eps = endpoints(200 + r.Intn(1500))
+				c.update(eps)
+			}
+			insts := dedupe(fleet)
+			all := Assign(insts, eps)
+			for _, self := range []string{insts[0], insts[len(insts)/2], insts[len(insts)-1]} {
+				want := map[string]bool{}
+				for ep, owner := range all {
+					if owner == self {
+						want[ep] = true
+					}
+				}
+				require.Equal(t, want, c.assigned(insts, self), "run %d step %d n=%d self=%s", run, step, len(insts), self)
+			}
+		}
+	}
+}
+
+// A prepared result is what assigned would compute for that fleet and instance, and serves one call.
+func TestOwnSharePrepared(t *testing.T) {
+	insts, eps := dedupe(ids("inst-", 20)), endpoints(500)
+	without := slices.Delete(slices.Clone(insts), 5, 6)
+	var c ownShare
+	c.update(eps)
+	c.assigned(insts, insts[3])
+	c.prepare(without, insts[3])
+	require.NotNil(t, c.prepared)
+	want := map[string]bool{}
+	for ep, owner := range Assign(without, eps) {
+		if owner == insts[3] {
+			want[ep] = true
+		}
+	}
+	require.Equal(t, want, c.assigned(without, insts[3]))
+	require.Nil(t, c.prepared, "used once")
+	c.prepare(without, insts[3])
+	require.Equal(t, want, c.assigned(without, insts[3]))
+	c.prepare(without, insts[3])
+	c.update(endpoints(400))
+	require.Nil(t, c.prepared, "new targets drop it")
+}

@@ -65,7 +65,8 @@ type Config struct {
 	// recomputed. Pub/sub notifications trigger extra rounds: the first of a burst at once, the rest
 	// of it in one more round DiscoveryInterval/20 later. Default 10s.
 	DiscoveryInterval time.Duration
-	// PollInterval is the pause between two polls of one held endpoint. Default 1s.
+	// PollInterval is the pause between two polls of one held endpoint, less a random 0–10% (so that
+	// endpoints acquired together do not stay polled together). Default 1s.
 	PollInterval time.Duration
 	// OpTimeout bounds every Redis call (one pipelined round trip counts as one call). Default 2s; less than
 	// RenewInterval. Also set ContextTimeoutEnabled on the client so this bounds socket reads.

@@ -94,10 +94,10 @@ func TestAnnouncementsAreCoalesced(t *testing.T) {
 		}
 	}
 
-	m.announced("x")
+	m.announced("x", false)
 	require.True(t, kicked(), "the first announcement runs a round at once")
 	for i := 0; i < 100; i++ {
-		m.announced("x")
+		m.announced("x", false)
 		clk.advance(window / 200)
 	}
 	require.False(t, kicked(), "announcements inside the window wait for its end")
@@ -107,7 +107,7 @@ func TestAnnouncementsAreCoalesced(t *testing.T) {
 	require.Never(t, kicked, 50*time.Millisecond, time.Millisecond, "and only one")
 
 	clk.advance(2 * window)
-	m.announced("x")
+	m.announced("x", false)
 	require.True(t, kicked(), "after a quiet spell an announcement runs a round at once")
 }
 
@@ -166,7 +166,7 @@ func TestFleetScansOnlyWhenNeeded(t *testing.T) {
 	}
 	round := func() []string {
 		t.Helper()
-		others, _, err := m.fleet(ctx)
+		others, _, err := m.fleet(ctx, false)
 		require.NoError(t, err)
 		clk.advance(cfg.DiscoveryInterval / 10)
 		return others
@@ -180,10 +180,10 @@ func TestFleetScansOnlyWhenNeeded(t *testing.T) {
 
 	beat("d")
 	require.Equal(t, []string{"a", "b", "c"}, round(), "an unannounced newcomer waits for a scan")
-	m.announced("d")
+	m.announced("d", false)
 	require.Equal(t, []string{"a", "b", "c", "d"}, round(), "an announced one is read at once")
 	require.NoError(t, c.Del(ctx, "poll:node:b").Err())
-	m.announced("b") // a stop: it says why its heartbeat is gone
+	m.announced("b", true) // a stop: it says why its heartbeat is gone
 	require.Equal(t, []string{"a", "c", "d"}, round())
 	require.Equal(t, first, scans.n.Load(), "announcements need no scan")
 
@@ -202,4 +202,134 @@ func TestFleetScansOnlyWhenNeeded(t *testing.T) {
 	clk.advance(nodeRescanRounds * cfg.DiscoveryInterval)
 	round()
 	require.Greater(t, scans.n.Load(), n, "a periodic scan finds what announcements missed")
+}
+
+// pttlCounter counts the PTTL commands a client sends.
+type pttlCounter struct{ n atomic.Int64 }
+
+func (p *pttlCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (p *pttlCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if cmd.Name() == "pttl" {
+			p.n.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+func (p *pttlCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, c := range cmds {
+			if c.Name() == "pttl" {
+				p.n.Add(1)
+			}
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// A round of the takeover schedule, run when the first known heartbeat is due to expire, reads only
+// the heartbeats due by then: when a dead instance's heartbeat expires every instance of the fleet
+// runs one at the same moment, and reading the whole fleet's heartbeats on each delayed the takeover.
+func TestDueRoundReadsOnlyDueHeartbeats(t *testing.T) {
+	mr := miniredis.RunT(t)
+	c := newClient(t, mr.Addr())
+	pttls := &pttlCounter{}
+	c.AddHook(pttls)
+	clk := &handClock{now: time.Unix(1000, 0)}
+	cfg := testConfig()
+	cfg.InstanceID, cfg.Clock, cfg.Logger = "self", clk, quietLogger()
+	cfg.Targets = StaticTargets{"x"}
+	cfg.Poll = func(context.Context, Poll) error { return nil }
+	m, err := New(c, cfg)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	m.runCtx = ctx
+	beat := func(id string, ttl time.Duration) {
+		require.NoError(t, c.Set(ctx, "poll:node:"+id, "1", ttl).Err())
+		require.NoError(t, c.ZAdd(ctx, "poll:nodes", redis.Z{Score: float64(clk.Now().Add(ttl).UnixMilli()), Member: id}).Err())
+	}
+	beat("self", time.Hour)
+	for id, ttl := range map[string]time.Duration{"a": time.Second, "b": 5 * time.Second, "c": 6 * time.Second,
+		"d": 7 * time.Second, "e": 8 * time.Second} {
+		beat(id, ttl)
+	}
+	others, wake, err := m.fleet(ctx, false)
+	require.NoError(t, err)
+	require.Equal(t, []string{"a", "b", "c", "d", "e"}, others)
+	require.Equal(t, int64(5), pttls.n.Load(), "a full round reads every heartbeat")
+	require.WithinDuration(t, time.Unix(1001, 0), wake, 50*time.Millisecond, "woken at a's expiry")
+
+	// a's heartbeat expires (a crash); b renews meanwhile.
+	clk.advance(1100 * time.Millisecond)
+	mr.FastForward(1100 * time.Millisecond)
+	beat("b", 10*time.Second)
+	pttls.n.Store(0)
+	others, wake, err = m.fleet(ctx, true)
+	require.NoError(t, err)
+	require.Equal(t, []string{"b", "c", "d", "e"}, others, "a is gone")
+	require.Equal(t, int64(1), pttls.n.Load(), "only a's heartbeat was due (the others in the registry were read)")
+	require.WithinDuration(t, time.Unix(1005, 0), wake, 50*time.Millisecond, "next: b's expiry as last read")
+
+	// A vanished instance makes every round read the registry for one HeartbeatTTL (see fleet); once
+	// that has passed, at b's old expiry only b's heartbeat is read, found renewed, and the next wake
+	// is c's.
+	clk.advance(3900 * time.Millisecond)
+	mr.FastForward(3900 * time.Millisecond)
+	pttls.n.Store(0)
+	others, wake, err = m.fleet(ctx, true)
+	require.NoError(t, err)
+	require.Equal(t, []string{"b", "c", "d", "e"}, others)
+	require.Equal(t, int64(1), pttls.n.Load(), "only b's heartbeat was due")
+	require.WithinDuration(t, time.Unix(1006, 0), wake, 50*time.Millisecond, "next: c's expiry")
+
+	// A wake with nothing due reads nothing; an ordinary round reads every heartbeat.
+	pttls.n.Store(0)
+	others, _, err = m.fleet(ctx, true)
+	require.NoError(t, err)
+	require.Equal(t, []string{"b", "c", "d", "e"}, others)
+	require.Zero(t, pttls.n.Load())
+	others, _, err = m.fleet(ctx, false)
+	require.NoError(t, err)
+	require.Equal(t, []string{"b", "c", "d", "e"}, others)
+	require.Equal(t, int64(4), pttls.n.Load())
+}
+
+// While announcements keep coming, each coalescing window is twice the last, up to a quarter of the
+// discovery interval; a quiet spell starts again from the first window; a stop runs a round at once.
+func TestAnnouncementWindowGrowsInABurst(t *testing.T) {
+	clk := &handClock{now: time.Unix(1000, 0)}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	m := &Manager{cfg: Config{DiscoveryInterval: time.Second}, clock: clk, runCtx: ctx, discoverKick: make(chan struct{}, 1)}
+	first := time.Second / joinWindowDivisor
+	kicked := func() bool {
+		select {
+		case <-m.discoverKick:
+			return true
+		default:
+			return false
+		}
+	}
+	window := func() time.Duration { m.disc.mu.Lock(); defer m.disc.mu.Unlock(); return m.disc.window }
+
+	m.announced("a", false)
+	require.True(t, kicked())
+	require.Equal(t, first, window())
+	for _, want := range []time.Duration{2 * first, 4 * first, 5 * first, 5 * first} { // capped at 250 ms
+		w := window()
+		clk.advance(w / 2)
+		m.announced("b", false)
+		require.False(t, kicked(), "inside the window")
+		require.Eventually(t, func() bool { return clk.waiting() == 1 }, time.Second, time.Millisecond)
+		m.announced("s", true)
+		require.True(t, kicked(), "a stop runs a round at once, even inside the window")
+		clk.advance(w)
+		require.Eventually(t, kicked, time.Second, time.Millisecond, "the round at the window's end")
+		require.Equal(t, want, window())
+	}
+	clk.advance(2 * window())
+	m.announced("c", false)
+	require.True(t, kicked(), "after a quiet spell at once")
+	require.Equal(t, first, window(), "and from the first window again")
 }

@@ -138,11 +138,21 @@
 // heartbeat's, which changes the assignment (until then the dead instance is still preferred), and the
 // lease's, which lets the acquire succeed. Neither is waited for by polling. Each discovery round reads
 // the PTTL of every other instance's heartbeat in one pipelined round trip and schedules the next round
-// at the first expiry (plus 2 ms); each acquire pass reads the PTTL of the lease keys that refused it and
-// schedules the next pass at the first expiry (plus 2 ms). Both schedules run on Config.Clock. The
+// at the first expiry (plus 2 ms); each acquire pass reads the PTTL of the lease keys that refused it,
+// leaves each of those endpoints out of later passes until its own expiry (or an announced release),
+// and schedules the next pass at the first expiry (plus 2 ms). Both schedules run on Config.Clock. The
 // instance the new assignment prefers therefore acquires within a round trip of the later of the two
 // expiries and polls at once: with HeartbeatTTL ≤ LeaseTTL (the defaults have them equal) that is
 // within one LeaseTTL of the death.
+//
+// Every instance of the fleet runs the scheduled round at the same moment, so it is kept small: it
+// reads only the heartbeats whose expiry has come (one, for one death), keeps the targets of the last
+// assignment, and leaves the registry read that follows a vanished instance to the next rounds; the
+// assignment without the instances due then is computed 100 ms before (ownShare: each instance keeps
+// the targets' hash order and every endpoint's eight best-scoring instances, so a fleet change costs
+// one score per endpoint and changed instance). At 100 instances and 10,000 endpoints on two cores,
+// a full round at that moment (20,000 PTTLs over the fleet and 100 assignments of about 2 ms each)
+// delayed acquires by 100–300 ms.
 //
 // Why this design and not others. Only the preferred instance tries, so a takeover creates no
 // contention and needs no rebalancing afterwards; an attempt that comes too early (the holder renewed

@@ -231,7 +231,10 @@ func (m *Manager) pollLoop(h *holding) {
 			m.log.Debug("lease: poll failed", "instance", m.id, "endpoint", h.endpoint, "token", h.token, "err", err)
 		}
 
-		t := m.clock.NewTimer(m.cfg.PollInterval)
+		// Jittered down by up to 10%, as the other loops are: the holdings a fleet acquires together
+		// (at the end of the fresh-dataset guard, say) would otherwise poll together for as long as they
+		// last, in bursts of every endpoint at once.
+		t := m.clock.NewTimer(m.jitter(m.cfg.PollInterval))
 		select {
 		case <-t.C():
 		case <-h.wake:

@@ -56,22 +56,26 @@ type Manager struct {
 	// heartbeat write in flight.
 	hbMu sync.Mutex
 
-	mu          sync.Mutex
-	state       lifecycle
-	slots       map[string]*slot     // endpoint -> its state here; absent = free with nothing stale
-	assigned    map[string]bool      // endpoints this instance is preferred for
-	targetSet   map[string]bool      // all current targets
-	instances   []string             // live instances at the last discovery
-	notified    map[string]time.Time // endpoint -> when another's release of it was announced
-	stopRelease []*holding           // holdings ended by Stop (or a crash), released in one batch by Stop
-	crashed     bool                 // Start's context ended while running: Stop still cleans up
-	cleaned     bool                 // Stop's clean-up has run
-	unhealthy   bool                 // a call got no reply; no writes until a probe is answered (link.go)
-	boot        string               // nonce prefix, from the clock at Start
-	guardLogged time.Time            // the fresh-dataset guard last logged ends by then (guardlog.go)
-	attempts    uint64               // acquire attempts so far (nonce suffix)
-	heldCount   int                  // holdings whose belief has not ended
-	guardUntil  time.Time            // the fresh-dataset guard refuses every grant until then (guard.go)
+	mu        sync.Mutex
+	state     lifecycle
+	slots     map[string]*slot     // endpoint -> its state here; absent = free with nothing stale
+	assigned  map[string]bool      // endpoints this instance is preferred for
+	targetSet map[string]bool      // all current targets
+	instances []string             // live instances at the last discovery
+	notified  map[string]time.Time // endpoint -> when another's release of it was announced
+	// refusedUntil: endpoint -> when the lease that last refused this instance expires in Redis (its
+	// PTTL, read after the refusal). Acquire passes leave the endpoint out until then, unless its
+	// release is announced first (takeover.go).
+	refusedUntil map[string]time.Time
+	stopRelease  []*holding // holdings ended by Stop (or a crash), released in one batch by Stop
+	crashed      bool       // Start's context ended while running: Stop still cleans up
+	cleaned      bool       // Stop's clean-up has run
+	unhealthy    bool       // a call got no reply; no writes until a probe is answered (link.go)
+	boot         string     // nonce prefix, from the clock at Start
+	guardLogged  time.Time  // the fresh-dataset guard last logged ends by then (guardlog.go)
+	attempts     uint64     // acquire attempts so far (nonce suffix)
+	heldCount    int        // holdings whose belief has not ended
+	guardUntil   time.Time  // the fresh-dataset guard refuses every grant until then (guard.go)
 
 	runCtx       context.Context
 	runCancel    context.CancelCauseFunc
@@ -82,15 +86,22 @@ type Manager struct {
 	polls        sync.WaitGroup // per-holding goroutines and releases
 	acquireKick  chan struct{}
 	discoverKick chan struct{}
+	wakeKick     chan struct{} // fleetWake's: a round that reads only the heartbeats due to expire
+	prepareKick  chan struct{} // prepareWake's: compute the assignment that fleetWake's round may need
 	renewKick    chan struct{}
 	// takeover fires an acquire pass when a lease that refused this instance expires in Redis;
 	// fleetWake fires a discovery round when the first other instance's heartbeat expires (takeover.go).
-	takeover  *alarm
-	fleetWake *alarm
+	takeover    *alarm
+	fleetWake   *alarm
+	prepareWake *alarm
 	// disc is what discovery rounds remember (coalesced announcements, the fleet last read);
 	// lastAssign is what the current assignment was computed from (discovery.go; guarded by mu).
 	disc       discoveryState
 	lastAssign assignment
+	// share keeps the targets' hash order between assignments (assign.go); shareMu is held while it
+	// is used, so that concurrent discovery rounds (the loop's and a link recovery's) do not mix.
+	shareMu sync.Mutex
+	share   ownShare
 }
 
 // New validates cfg, fills in defaults and registers metrics. It does not touch Redis. For bounded
@@ -138,13 +149,17 @@ func New(client redis.UniversalClient, cfg Config) (*Manager, error) {
 		assigned:     make(map[string]bool),
 		targetSet:    make(map[string]bool),
 		notified:     make(map[string]time.Time),
+		refusedUntil: make(map[string]time.Time),
 		startDone:    make(chan struct{}),
 		acquireKick:  make(chan struct{}, 1),
 		discoverKick: make(chan struct{}, 1),
+		wakeKick:     make(chan struct{}, 1),
+		prepareKick:  make(chan struct{}, 1),
 		renewKick:    make(chan struct{}, 1),
 	}
 	m.takeover = newAlarm(cfg.Clock, m.acquireKick)
-	m.fleetWake = newAlarm(cfg.Clock, m.discoverKick)
+	m.fleetWake = newAlarm(cfg.Clock, m.wakeKick)
+	m.prepareWake = newAlarm(cfg.Clock, m.prepareKick)
 	return m, nil
 }
 
@@ -216,11 +231,12 @@ func (m *Manager) Start(ctx context.Context) error {
 	m.mu.Unlock()
 
 	m.metrics.setLinkHealthy(true)
-	m.loops.Add(8)
+	m.loops.Add(9)
 	go func() { defer m.loops.Done(); m.takeover.run(m.runCtx.Done()) }()
 	go func() { defer m.loops.Done(); m.fleetWake.run(m.runCtx.Done()) }()
+	go func() { defer m.loops.Done(); m.prepareWake.run(m.runCtx.Done()) }()
 	go m.every(m.cfg.HeartbeatInterval, nil, m.heartbeatTick)
-	go m.every(m.cfg.DiscoveryInterval, m.discoverKick, m.discover)
+	go m.discoveryLoop()
 	go m.every(m.cfg.RenewInterval, m.acquireKick, m.acquirePass)
 	go m.every(m.cfg.RenewInterval, m.renewKick, m.renewPass)
 	go m.every(m.cfg.RenewInterval/2, nil, m.probe)
@@ -257,14 +273,13 @@ func (m *Manager) connect() error {
 	}
 }
 
-// connectOnce loads the scripts, writes the heartbeat, subscribes, reads the fleet and announces
-// this instance.
+// connectOnce loads the scripts, subscribes, writes the heartbeat, reads the fleet and announces this
+// instance. The heartbeat comes last of the calls that can fail the attempt: the fleet assigns
+// endpoints to every instance whose heartbeat it reads, so a heartbeat written by an attempt that
+// then failed would leave them unpolled until it expired (the attempt's deletes it when it can).
 func (m *Manager) connectOnce() error {
 	octx, cancel := m.opCtx()
 	err := m.loadScripts(octx)
-	if err == nil {
-		err = m.heartbeat(octx)
-	}
 	cancel()
 	if err != nil {
 		return err
@@ -276,6 +291,18 @@ func (m *Manager) connectOnce() error {
 	if err != nil {
 		_ = ps.Close()
 		return fmt.Errorf("subscribe %s: %w", m.keys.channel(), err)
+	}
+	octx, cancel = m.opCtx()
+	err = m.heartbeat(octx)
+	cancel()
+	if err != nil {
+		// It may have landed: take it back, so that nobody hands endpoints to an instance that is not
+		// running (best effort; otherwise it expires after HeartbeatTTL).
+		octx, cancel = m.opCtx()
+		_ = m.client.Del(octx, m.keys.node(m.id)).Err()
+		cancel()
+		_ = ps.Close()
+		return err
 	}
 	m.pubsub = ps
 	m.discover()
@@ -465,6 +492,36 @@ func (m *Manager) dropLocked() {
 			m.stopRelease = append(m.stopRelease, &holding{endpoint: ep, value: s.value})
 		}
 		delete(m.slots, ep)
+	}
+}
+
+// discoveryLoop runs a discovery round every DiscoveryInterval (jittered down by up to 10%) and when
+// an announcement asks for one, and a round of the heartbeats due to expire when fleetWake fires,
+// until the manager's context ends.
+func (m *Manager) discoveryLoop() {
+	defer m.loops.Done()
+	for {
+		t := m.clock.NewTimer(m.jitter(m.cfg.DiscoveryInterval))
+		due := false
+		select {
+		case <-m.runCtx.Done():
+			t.Stop()
+			return
+		case <-t.C():
+		case <-m.discoverKick:
+			t.Stop()
+		case <-m.wakeKick:
+			t.Stop()
+			due = true
+		case <-m.prepareKick:
+			t.Stop()
+			m.prepareTakeover() // then wait for the round itself
+			continue
+		}
+		if m.runCtx.Err() != nil {
+			return
+		}
+		m.discoverRound(due)
 	}
 }
 

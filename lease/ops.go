@@ -127,18 +127,31 @@ func (m *Manager) acquirePass() {
 		}
 	}
 	var want []string
+	var next time.Time // the first expiry of a lease left out below
 	// While the fresh-dataset guard is known to refuse every grant, sending acquires would only load
 	// Redis: the takeover alarm is armed for the guard's end (guard.go), again here in case it fired
 	// earlier for another lease.
 	guardUntil := m.guardUntil
-	if !m.clock.Now().Before(guardUntil) {
+	if now := m.clock.Now(); !now.Before(guardUntil) {
 		for ep := range m.assigned {
 			if s := m.slots[ep]; s == nil || s.state == epFree {
+				if until, ok := m.refusedUntil[ep]; ok {
+					if now.Before(until) {
+						if next.IsZero() || until.Before(next) {
+							next = until
+						}
+						continue // held by another until then
+					}
+					delete(m.refusedUntil, ep)
+				}
 				want = append(want, ep)
 			}
 		}
 	}
 	m.mu.Unlock()
+	if !next.IsZero() {
+		m.takeover.arm(next) // the alarm fires once: it may have been for an earlier lease
+	}
 	if len(want) == 0 {
 		if m.clock.Now().Before(guardUntil) {
 			m.takeover.arm(guardUntil.Add(takeoverSlack))
@@ -242,6 +255,7 @@ func (m *Manager) acquireSome(eps []string, refused *[]string, guarded *bool) bo
 				continue
 			}
 			m.startHoldingLocked(s, ep, uint64(sc.res), deadline)
+			delete(m.refusedUntil, ep)
 			if at, ok := m.notified[ep]; ok {
 				m.metrics.handoffSeconds(m.clock.Now().Sub(at).Seconds())
 				delete(m.notified, ep)
@@ -380,11 +394,14 @@ func isTimeout(err error) bool {
 // discover reads the live instances and the targets and recomputes this instance's assignment. On an
 // error the previous view is kept. It does nothing while the link is unhealthy (the probe runs it on
 // recovery).
-func (m *Manager) discover() {
+func (m *Manager) discover() { m.discoverRound(false) }
+
+// discoverRound is discover; due makes it a round of the takeover schedule (see refresh).
+func (m *Manager) discoverRound(due bool) {
 	if !m.linkHealthy() {
 		return
 	}
-	if err := m.refresh(); err != nil && m.runCtx.Err() == nil {
+	if err := m.refreshRound(due); err != nil && m.runCtx.Err() == nil {
 		m.log.Warn("lease: discovery failed", "instance", m.id, "err", err)
 	}
 }
@@ -392,24 +409,43 @@ func (m *Manager) discover() {
 // refresh is one discovery round: it only reads. When it changes the assignment it kicks an acquire
 // pass (an unchanged one leaves nothing new to acquire: the periodic pass, release notifications,
 // lost leases and the takeover schedule see to the rest).
-func (m *Manager) refresh() error {
+func (m *Manager) refresh() error { return m.refreshRound(false) }
+
+// refreshRound is refresh. A round of the takeover schedule (due), run when the first known heartbeat
+// is due to expire, reads only the heartbeats due by now (see fleet) and keeps the targets of the last
+// assignment: every instance of a fleet runs it at the same moment when a dead instance's heartbeat
+// expires, so its cost is on the takeover's path, and a heartbeat's expiry does not change the targets.
+func (m *Manager) refreshRound(due bool) error {
 	ctx, cancel := m.opCtxFor(m.cfg.DiscoveryInterval)
 	defer cancel()
-	others, wake, err := m.fleet(ctx) // discovery.go
+	others, wake, err := m.fleet(ctx, due) // discovery.go
 	if err != nil {
 		m.noteErr("discovery", err)
 		return fmt.Errorf("instances: %w", err)
 	}
-	targets, err := m.targets.Targets(ctx)
-	if err != nil {
-		return fmt.Errorf("targets: %w", err) // a TargetSource may not use this link: not counted
+	var targets []string
+	if due {
+		m.mu.Lock()
+		targets = m.lastAssign.targets
+		m.mu.Unlock()
+	}
+	if targets == nil {
+		read := m.targets.Targets
+		if ss, ok := m.targets.(*SessionSource); ok {
+			read = ss.shared // read-only here and in ownShare: no copy needed
+		}
+		if targets, err = read(ctx); err != nil {
+			return fmt.Errorf("targets: %w", err) // a TargetSource may not use this link: not counted
+		}
 	}
 	// The next round comes when the first other heartbeat expires, so that a dead instance's
 	// endpoints are reassigned at that moment rather than at the next tick (see takeover.go).
 	if wake.IsZero() {
 		m.fleetWake.set(time.Time{})
+		m.prepareWake.set(time.Time{})
 	} else {
 		m.fleetWake.set(wake.Add(takeoverSlack))
+		m.prepareWake.set(wake.Add(-prepareLead))
 	}
 	// We are alive even if our heartbeat was lost with a restarted Redis.
 	insts := dedupe(append(others, m.id))
@@ -419,20 +455,20 @@ func (m *Manager) refresh() error {
 	same := m.lastAssign.same(insts, targets)
 	m.mu.Unlock()
 	if !same {
-		assign := Assign(insts, targets)
+		m.shareMu.Lock()
+		m.share.update(targets)
+		targetSet = m.share.set
 		if m.mut.Has(mutation.PlainRendezvous) {
-			assign = assignPlain(insts, targets)
-		}
-		targetSet = make(map[string]bool, len(targets))
-		for _, t := range targets {
-			targetSet[t] = true
-		}
-		assigned = make(map[string]bool)
-		for ep, owner := range assign {
-			if owner == m.id {
-				assigned[ep] = true
+			assigned = make(map[string]bool)
+			for ep, owner := range assignPlain(insts, targets) {
+				if owner == m.id {
+					assigned[ep] = true
+				}
 			}
+		} else {
+			assigned = m.share.assigned(insts, m.id)
 		}
+		m.shareMu.Unlock()
 	}
 
 	m.mu.Lock()
@@ -445,6 +481,12 @@ func (m *Manager) refresh() error {
 	for ep, at := range m.notified {
 		if at.Before(cutoff) {
 			delete(m.notified, ep)
+		}
+	}
+	now := m.clock.Now()
+	for ep, until := range m.refusedUntil {
+		if !now.Before(until) || !m.assigned[ep] {
+			delete(m.refusedUntil, ep)
 		}
 	}
 	m.mu.Unlock()
@@ -512,11 +554,12 @@ func (m *Manager) listen() {
 				if len(f) == 3 {
 					m.mu.Lock()
 					m.notified[f[2]] = m.clock.Now()
+					delete(m.refusedUntil, f[2]) // released: worth trying at once
 					m.mu.Unlock()
 					m.kick(m.acquireKick)
 				}
 			case "join", "stop":
-				m.announced(f[1]) // coalesced (discovery.go)
+				m.announced(f[1], f[0] == "stop") // joins coalesced (discovery.go)
 			}
 		}
 	}

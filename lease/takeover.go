@@ -35,6 +35,21 @@ func (m *Manager) scheduleTakeover(eps []string) {
 	if first, ok := firstExpiry(sent, cmds); ok {
 		m.takeover.arm(first.Add(takeoverSlack))
 	}
+	// Until its own expiry, each of these endpoints is left out of acquire passes: without that, every
+	// pass that the first expiry (or a release of any endpoint) starts would send an acquire and a PTTL
+	// for every endpoint still held by others, which during a rolling start is most of a fleet's
+	// traffic. A renewal since the read makes the retry come early: it is refused and read again. A
+	// release announced since the read was sent may postdate the PTTL: that endpoint is left in.
+	m.mu.Lock()
+	for i, c := range cmds {
+		if at, ok := m.notified[eps[i]]; ok && !at.Before(sent) {
+			continue
+		}
+		if d, err := c.Result(); err == nil && d >= 0 {
+			m.refusedUntil[eps[i]] = sent.Add(d + takeoverSlack)
+		}
+	}
+	m.mu.Unlock()
 }
 
 // firstExpiry returns the earliest time, counted from sent, at which one of the keys read by cmds
@@ -64,11 +79,11 @@ func firstExpiry(sent time.Time, cmds []*redis.DurationCmd) (time.Time, bool) {
 }
 
 // heartbeatExpiries reads the PTTL of the heartbeats of others (instance IDs) in one round trip. It
-// returns the instances whose heartbeat still exists and the first time one of them expires (zero when
-// none has a TTL).
-func (m *Manager) heartbeatExpiries(ctx context.Context, others []string) ([]string, time.Time, error) {
+// returns the instances whose heartbeat still exists and, for each, when it expires (zero when it has
+// no TTL).
+func (m *Manager) heartbeatExpiries(ctx context.Context, others []string) ([]string, []time.Time, error) {
 	if len(others) == 0 {
-		return nil, time.Time{}, nil
+		return nil, nil, nil
 	}
 	p := m.client.Pipeline()
 	cmds := make([]*redis.DurationCmd, len(others))
@@ -77,22 +92,21 @@ func (m *Manager) heartbeatExpiries(ctx context.Context, others []string) ([]str
 	}
 	sent := m.clock.Now()
 	if _, err := p.Exec(ctx); err != nil {
-		return nil, time.Time{}, err
+		return nil, nil, err
 	}
 	var alive []string
-	var first time.Time
+	var expires []time.Time
 	for i, c := range cmds {
 		d := c.Val()
 		if d == -2 {
 			continue // expired or deleted since the scan
 		}
 		alive = append(alive, others[i])
-		if d < 0 {
-			continue
+		var at time.Time
+		if d >= 0 {
+			at = sent.Add(d)
 		}
-		if at := sent.Add(d); first.IsZero() || at.Before(first) {
-			first = at
-		}
+		expires = append(expires, at)
 	}
-	return alive, first, nil
+	return alive, expires, nil
 }

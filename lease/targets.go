@@ -141,6 +141,14 @@ func (s *SessionSource) validate() error {
 // Targets returns the IDs of the sessions that are not paused, sorted. It reads every session only when
 // the change counter or the server moved, or a resync is due (see the type's doc).
 func (s *SessionSource) Targets(ctx context.Context) ([]string, error) {
+	list, err := s.shared(ctx)
+	return slices.Clone(list), err
+}
+
+// shared is Targets without the copy: the list is the source's own, shared by every call until the
+// next full read, and must not be modified. The manager reads it on every discovery round; copying
+// 10,000 IDs each time was a measurable part of a large fleet's CPU and garbage.
+func (s *SessionSource) shared(ctx context.Context) ([]string, error) {
 	if err := s.validate(); err != nil {
 		return nil, err
 	}
@@ -159,7 +167,7 @@ func (s *SessionSource) Targets(ctx context.Context) ([]string, error) {
 	now := clk.Now()
 	s.mu.Lock()
 	if known && s.synced && version == s.version && now.Sub(s.syncedAt) < resync {
-		out := slices.Clone(s.list)
+		out := s.list
 		s.mu.Unlock()
 		return out, nil
 	}
@@ -173,7 +181,7 @@ func (s *SessionSource) Targets(ctx context.Context) ([]string, error) {
 	s.synced, s.version, s.syncedAt, s.list = known, version, now, list
 	s.full++
 	s.mu.Unlock()
-	return slices.Clone(list), nil
+	return list, nil
 }
 
 // readVersion reads the change counter and the server's run_id. known is false when there is no

@@ -414,7 +414,7 @@ func (m *model) causes(off int, g *diagGroup, first time.Duration, validity bool
 			}
 		}
 		if unconditional {
-			out = append(out, "its renewals are unconditional (they name no holder), so none confirms its own lease")
+			out = append(out, "its renewals are unconditional (they name no holder), so none confirms a lease it had already lost")
 		}
 	}
 	return out

@@ -12,9 +12,10 @@ import (
 // acknowledged write, next to the promotion. Endpoints enforce fencing, the resource's protection
 // whatever the backend loses.
 //
-// Sentinel's own timings scale with the run (down-after 5 s, failover timeout 60 s in spec time), but
-// its internal periods (a 1 s ping, a 100 ms timer, the election's random delays) do not: at time scale
-// 0.1 a promotion takes about 2 s of real time, 20 s of spec time, which the 30 s lease TTL still covers.
+// Sentinel's own timings scale with the run (down-after 5 s, failover timeout 60 s in spec time, with
+// floors of 1 s and 2 s of real time), but its internal periods (a 1 s ping, a 100 ms timer, the
+// election's random delays) do not: at time scale 0.1 down-after is 1 s and a promotion takes about
+// 2 to 3 s of real time, 20 to 30 s of spec time.
 var sentinelScenarios = []sim.Scenario{
 	{
 		Name: "sentinel-primary-kill",

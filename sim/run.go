@@ -6,12 +6,10 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
-	"log/slog"
 	"math"
 	"math/rand"
 	"os"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -239,227 +237,27 @@ func lacksControl(spec string, pause bool) string {
 // no backend) are returned before anything is left running. When ctx is cancelled the run stops early,
 // every fault is ended, every instance and process stopped, and the partial history returned with
 // Meta.Interrupted set.
+//
+// A run goes through these stages (see stages.go): plan (resolve the options, start nothing), set up (the
+// backend, the proxies, the run's bookkeeping on the servers), start the fleet, run the schedule, and
+// collect the history. What the set-up opened is closed, last first, when Run returns.
 func Run(ctx context.Context, o Options) (res Result, err error) {
 	p, err := plan(o)
 	if err != nil {
 		return res, err
 	}
-	schedule, timing := p.schedule, p.timing
-	res.Schedule = schedule
-	sc := o.effectiveScenario()
-
-	need, err := TopologyNeed(o.System, sc.Topology)
+	res.Schedule = p.schedule
+	var td teardown
+	defer func() { td.run(&res, &err) }()
+	s, err := setUp(ctx, o, p, &td)
 	if err != nil {
 		return res, err
 	}
-	spec, err := BackendForScenario(o.Backend, need, schedule)
-	if err != nil {
+	if err := s.startFleet(ctx); err != nil {
 		return res, err
 	}
-	backend, err := OpenBackendWith(ctx, spec, BackendOptions{TimeScale: o.TimeScale, Seed: o.Seed})
-	if err != nil {
-		return res, err
-	}
-	// cleanup reports an error of the clean-up after a run: into err while setting up (nothing usable
-	// was produced), into res.CleanupErrors once a history exists.
-	cleanup := func(cerr error) {
-		if cerr == nil {
-			return
-		}
-		if len(res.History.Events) > 0 {
-			res.CleanupErrors = append(res.CleanupErrors, cerr.Error())
-			return
-		}
-		err = errors.Join(err, cerr)
-	}
-	defer func() { cleanup(backend.Close()) }()
-
-	var proxies chaos.Proxies
-	if o.Toxiproxy != "" {
-		r, err := chaos.NewRemote(o.Toxiproxy)
-		if err != nil {
-			return res, err
-		}
-		proxies = r
-	} else {
-		proxies = chaos.NewEmbedded(o.Seed)
-	}
-	defer func() { cleanup(proxies.Close()) }()
-
-	rng := rand.New(rand.NewSource(o.Seed))
-	// The run's name for what it creates on shared servers (key namespace, PostgreSQL table). It must be
-	// unique among runs that may share a server at the same time, so it is not drawn from the seed: two
-	// runs with one seed would collide. It influences no behaviour.
-	runID := uniqueRunID(sc.Name, o.Seed)
-	ns := ""
-	if backend.Shared() {
-		ns = "tenure-" + runID + ":"
-	}
-	admin, owned := adminClient(backend)
-	if owned {
-		defer admin.Close()
-	}
-	if err := admin.Ping(ctx).Err(); err != nil {
-		return res, fmt.Errorf("sim: backend %s does not answer: %w", backend.Describe(), err)
-	}
-	if !backend.Shared() {
-		if n, err := admin.DBSize(ctx).Result(); err != nil || n != 0 {
-			return res, fmt.Errorf("sim: backend %s is not empty at start (%d keys, %v): the run's assumptions do not hold", backend.Describe(), n, err)
-		}
-	}
-
-	start := time.Now()
-	rec := history.NewRecorderFrom(start)
-	defer watchBackend(ctx, backend, rec)()
-	logger := slog.New(newOnceKeys(slog.NewJSONHandler(discardIfNil(o.Log), &slog.HandlerOptions{Level: slog.LevelInfo})))
-	r := &runner{
-		o: o, sc: sc, timing: timing, rec: rec, rng: rng, backend: backend, proxies: proxies,
-		keyPrefix: ns + "poll:", sessions: newSessionStore(admin, ns+"session:", rec),
-		svc: newEndpointService(rec, sc.Fencing, timing.PollDuration), logger: logger,
-	}
-	if c, ok := o.System.(OpClassifier); ok {
-		r.classifier = c
-	}
-	if o.Toxiproxy != "" {
-		r.linkPrefix = "tenure-" + runID + "-" // proxy names must not collide on a shared server
-	}
-	kind := "lease"
-	if k, ok := o.System.(KindReporter); ok {
-		kind = k.Kind()
-	}
-	if pu, ok := o.System.(PostgresUser); ok && pu.UsesPostgres() {
-		pg, perr := openPostgres(ctx, o.Postgres, runID)
-		if perr != nil {
-			return res, perr
-		}
-		defer func() { cleanup(pg.close()) }()
-		r.pg = pg
-	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		r.crashAll()
-		if backend.Shared() {
-			cleanup(errors.Join(r.sessions.deleteAll(cctx), deleteNamespace(cctx, admin, ns)))
-		}
-	}()
-
-	for i := 0; i < sc.Endpoints; i++ {
-		if err := r.sessions.Add(ctx, endpointName(i)); err != nil && ctx.Err() == nil {
-			return res, err
-		}
-	}
-	// The fleet starts together, as after a deploy: the thundering herd is part of every scenario. Each
-	// instance starts after its own seeded delay (within the scenario's StartJitter), so that their
-	// poll and renewal cycles fall at other phases on each seed.
-	var wg sync.WaitGroup
-	errs := make([]error, sc.Instances)
-	for i := 0; i < sc.Instances; i++ {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			if !sleepCtx(ctx, p.starts[i]) {
-				errs[i] = ctx.Err()
-				return
-			}
-			_, errs[i] = r.StartInstance(ctx)
-		}(i)
-	}
-	wg.Wait()
-	// Interrupted while starting: not a setup error, a partial run like any other.
-	if err := errors.Join(errs...); err != nil && ctx.Err() == nil {
-		return res, fmt.Errorf("sim: start fleet: %w", err)
-	}
-
-	total := time.Duration(float64(sc.Duration) * o.TimeScale)
-	runCtx, cancelRun := context.WithTimeout(ctx, total-rec.Now())
-	defer cancelRun()
-	var faultErrs []string
-	var lastFault string
-	var mu sync.Mutex
-	runner := chaos.Runner{
-		Env:   r,
-		Now:   rec.Now,
-		Sleep: sleepCtx,
-		OnApply: func(fr chaos.Record) {
-			mu.Lock()
-			lastFault = fr.Name
-			mu.Unlock()
-		},
-		OnEnd: func(fr chaos.Record) {
-			if fr.Err != nil {
-				mu.Lock()
-				faultErrs = append(faultErrs, fmt.Sprintf("%s %s: %v", fr.ID, fr.Name, fr.Err))
-				mu.Unlock()
-			}
-			if !fr.IsFault {
-				return
-			}
-			hf := &history.Fault{ID: fr.ID, Name: fr.Name, Targets: fr.Applied.Targets, Params: fr.Applied.Params,
-				Wipes: fr.Applied.Wipes, Removes: fr.Applied.Removes}
-			if ib, ok := backend.(*independentBackend); ok && hf.Wipes {
-				hf.WipedNode = ib.t.Nodes()[0].Name
-			}
-			if fr.Err != nil {
-				hf.Err = fr.Err.Error()
-			}
-			rec.Add(history.Event{Kind: history.KindFault, At: fr.Start, End: fr.End, Fault: hf})
-		},
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = runner.Run(runCtx, schedule)
-	}()
-	// Stay until the end of the run even if the schedule finished early (or had no step at all); the
-	// progress line goes on to the end, and its last call is at the end.
-	if o.Progress != nil {
-		progress := func() {
-			mu.Lock()
-			lf := lastFault
-			mu.Unlock()
-			o.Progress(Progress{Elapsed: rec.Now(), Total: total, Live: len(r.Live()), Events: rec.Len(), Last: lf})
-		}
-		t := time.NewTicker(500 * time.Millisecond)
-		for runCtx.Err() == nil {
-			select {
-			case <-runCtx.Done():
-			case <-t.C:
-				progress()
-			}
-		}
-		t.Stop()
-		<-done
-		progress()
-	}
-	<-done
-	<-runCtx.Done()
-	end := rec.Now()
-	interrupted := ctx.Err() != nil
-
-	r.crashAll()
-	events := rec.Events()
-	kept := events[:0]
-	for _, e := range events {
-		if e.At <= end {
-			kept = append(kept, e)
-		}
-	}
-	res.FaultErrors = faultErrs
-	steady := p.steady
-	res.History = history.History{
-		Meta: history.Meta{
-			Schema: history.SchemaVersion, Scenario: sc.Name, Suite: o.Suite, System: o.System.Name(), Kind: kind,
-			Backend: backend.Describe(), Seed: o.Seed, TimeScale: o.TimeScale,
-			Instances: sc.Instances, Endpoints: sc.Endpoints, LeaseTTL: timing.LeaseTTL,
-			FailoverBound: failoverBound(sc, timing, o.TimeScale), HandoffBound: time.Duration(float64(sc.HandoffBound) * o.TimeScale),
-			PollInterval: timing.PollInterval, DiscoveryInterval: timing.DiscoveryInterval, Fencing: sc.Fencing,
-			Steady: steady, ExpectBalance: sc.ExpectBalance, Duration: end, StartedAt: start.UTC(),
-			Command: o.Command, Interrupted: interrupted, Expect: sc.Expect,
-			Assumptions: assumptions(sc, timing, backend, schedule), Counted: rec.Counted(),
-		},
-		Events: kept,
-	}
+	out := s.runSchedule(ctx)
+	res.History, res.FaultErrors = s.collect(out), out.faultErrs
 	return res, nil
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tenurelabs/tenure/internal/pgtest"
 	"github.com/tenurelabs/tenure/internal/redistest"
+	"github.com/tenurelabs/tenure/sim"
 	_ "github.com/tenurelabs/tenure/systems/baselines"
 	_ "github.com/tenurelabs/tenure/systems/peers"
 )
@@ -193,4 +194,14 @@ func TestMatrixBadFlags(t *testing.T) {
 		_, err := os.Stat(out)
 		require.True(t, os.IsNotExist(err), "%v wrote %s", tc.args, out)
 	}
+}
+
+// The matrix starts its longest runs first, so that its workers finish together; ties keep the table's
+// order.
+func TestMatrixStartsLongestFirst(t *testing.T) {
+	var jobs []job
+	for _, d := range []time.Duration{10, 30, 20, 30} {
+		jobs = append(jobs, job{opts: sim.Options{Scenario: sim.Scenario{Duration: d * time.Second}}})
+	}
+	require.Equal(t, []int{1, 3, 2, 0}, longestFirst(jobs))
 }

@@ -1,0 +1,310 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tenurelabs/tenure/chaos"
+	"github.com/tenurelabs/tenure/history"
+)
+
+// The stages of Run, in the order it calls them.
+
+// teardown undoes a run's set-up: each step that opened something adds how to close it.
+type teardown []func() error
+
+func (td *teardown) add(f func() error) { *td = append(*td, f) }
+
+// run closes what the set-up opened, last first. An error goes into err while no history exists (the
+// run produced nothing usable), and into res.CleanupErrors once one does (the history is still valid).
+func (td teardown) run(res *Result, err *error) {
+	for i := len(td) - 1; i >= 0; i-- {
+		cerr := td[i]()
+		switch {
+		case cerr == nil:
+		case len(res.History.Events) > 0:
+			res.CleanupErrors = append(res.CleanupErrors, cerr.Error())
+		default:
+			*err = errors.Join(*err, cerr)
+		}
+	}
+}
+
+// stagedRun is a run past its set-up: the runner, which the faults act on, and what the later stages
+// need beside it.
+type stagedRun struct {
+	*runner
+	p     planned
+	start time.Time // wall-clock time of the history's zero
+}
+
+// setUp opens the backend and the proxies, checks the backend is usable, and builds the runner with its
+// recorder, session store and endpoint service (and a PostgreSQL table for systems that use one). On a
+// shared server the run works in a namespace of its own, deleted at the end.
+func setUp(ctx context.Context, o Options, p planned, td *teardown) (*stagedRun, error) {
+	sc := o.effectiveScenario()
+	backend, err := openRunBackend(ctx, o, p.schedule, td)
+	if err != nil {
+		return nil, err
+	}
+	proxies, err := openProxies(o, td)
+	if err != nil {
+		return nil, err
+	}
+	// The run's name for what it creates on shared servers (key namespace, PostgreSQL table). It must be
+	// unique among runs that may share a server at the same time, so it is not drawn from the seed: two
+	// runs with one seed would collide. It influences no behaviour.
+	runID := uniqueRunID(sc.Name, o.Seed)
+	ns := ""
+	if backend.Shared() {
+		ns = "tenure-" + runID + ":"
+	}
+	admin, err := connectAdmin(ctx, backend, td)
+	if err != nil {
+		return nil, err
+	}
+
+	start := time.Now()
+	rec := history.NewRecorderFrom(start)
+	stopWatch := watchBackend(ctx, backend, rec)
+	td.add(func() error { stopWatch(); return nil })
+	logger := slog.New(newOnceKeys(slog.NewJSONHandler(discardIfNil(o.Log), &slog.HandlerOptions{Level: slog.LevelInfo})))
+	r := &runner{
+		o: o, sc: sc, timing: p.timing, rec: rec, rng: rand.New(rand.NewSource(o.Seed)), backend: backend, proxies: proxies,
+		keyPrefix: ns + "poll:", sessions: newSessionStore(admin, ns+"session:", rec),
+		svc: newEndpointService(rec, sc.Fencing, p.timing.PollDuration), logger: logger,
+	}
+	if c, ok := o.System.(OpClassifier); ok {
+		r.classifier = c
+	}
+	if o.Toxiproxy != "" {
+		r.linkPrefix = "tenure-" + runID + "-" // proxy names must not collide on a shared server
+	}
+	if pu, ok := o.System.(PostgresUser); ok && pu.UsesPostgres() {
+		pg, err := openPostgres(ctx, o.Postgres, runID)
+		if err != nil {
+			return nil, err
+		}
+		td.add(pg.close)
+		r.pg = pg
+	}
+	// Closed first: no instance may outlive the run, and a shared server keeps nothing of it.
+	td.add(func() error {
+		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		r.crashAll()
+		if !backend.Shared() {
+			return nil
+		}
+		return errors.Join(r.sessions.deleteAll(cctx), deleteNamespace(cctx, admin, ns))
+	})
+	return &stagedRun{runner: r, p: p, start: start}, nil
+}
+
+// openRunBackend opens the Redis the scenario and its schedule need (see BackendForScenario).
+func openRunBackend(ctx context.Context, o Options, schedule chaos.Schedule, td *teardown) (Backend, error) {
+	need, err := TopologyNeed(o.System, o.effectiveScenario().Topology)
+	if err != nil {
+		return nil, err
+	}
+	spec, err := BackendForScenario(o.Backend, need, schedule)
+	if err != nil {
+		return nil, err
+	}
+	backend, err := OpenBackendWith(ctx, spec, BackendOptions{TimeScale: o.TimeScale, Seed: o.Seed})
+	if err != nil {
+		return nil, err
+	}
+	td.add(backend.Close)
+	return backend, nil
+}
+
+// openProxies connects to the external toxiproxy-server of the options, or starts toxiproxy in this
+// process.
+func openProxies(o Options, td *teardown) (chaos.Proxies, error) {
+	var proxies chaos.Proxies
+	if o.Toxiproxy != "" {
+		r, err := chaos.NewRemote(o.Toxiproxy)
+		if err != nil {
+			return nil, err
+		}
+		proxies = r
+	} else {
+		proxies = chaos.NewEmbedded(o.Seed)
+	}
+	td.add(proxies.Close)
+	return proxies, nil
+}
+
+// connectAdmin opens the harness's own connection to the backend (sessions, clean-up; a topology's
+// own client, past every proxy) and checks that the backend answers and, unless it is shared, holds
+// nothing yet.
+func connectAdmin(ctx context.Context, backend Backend, td *teardown) (*redis.Client, error) {
+	admin, owned := adminClient(backend)
+	if owned {
+		td.add(func() error { _ = admin.Close(); return nil })
+	}
+	if err := admin.Ping(ctx).Err(); err != nil {
+		return nil, fmt.Errorf("sim: backend %s does not answer: %w", backend.Describe(), err)
+	}
+	if !backend.Shared() {
+		if n, err := admin.DBSize(ctx).Result(); err != nil || n != 0 {
+			return nil, fmt.Errorf("sim: backend %s is not empty at start (%d keys, %v): the run's assumptions do not hold", backend.Describe(), n, err)
+		}
+	}
+	return admin, nil
+}
+
+// startFleet writes the endpoints' sessions and starts the scenario's instances. The fleet starts
+// together, as after a deploy: the thundering herd is part of every scenario. Each instance starts after
+// its own seeded delay (within the scenario's StartJitter), so that their poll and renewal cycles fall
+// at other phases on each seed. Interrupted while starting is not an error: the run goes on as a partial
+// one like any other.
+func (s *stagedRun) startFleet(ctx context.Context) error {
+	for i := 0; i < s.sc.Endpoints; i++ {
+		if err := s.sessions.Add(ctx, endpointName(i)); err != nil && ctx.Err() == nil {
+			return err
+		}
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, s.sc.Instances)
+	for i := 0; i < s.sc.Instances; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			if !sleepCtx(ctx, s.p.starts[i]) {
+				errs[i] = ctx.Err()
+				return
+			}
+			_, errs[i] = s.StartInstance(ctx)
+		}(i)
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil && ctx.Err() == nil {
+		return fmt.Errorf("sim: start fleet: %w", err)
+	}
+	return nil
+}
+
+// scheduled is what running the schedule left: when the run ended, whether ctx cut it short, and the
+// faults that could not be applied or ended.
+type scheduled struct {
+	end         time.Duration
+	interrupted bool
+	faultErrs   []string
+}
+
+// runSchedule applies the fault schedule, recording each fault as it ends, and stays until the end of
+// the scenario's duration even if the schedule finished early (or had no step at all). Progress, when
+// set, is called on the way and once at the end.
+func (s *stagedRun) runSchedule(ctx context.Context) scheduled {
+	rec := s.rec
+	total := time.Duration(float64(s.sc.Duration) * s.o.TimeScale)
+	runCtx, cancelRun := context.WithTimeout(ctx, total-rec.Now())
+	defer cancelRun()
+	var out scheduled
+	var lastFault string
+	var mu sync.Mutex
+	runner := chaos.Runner{
+		Env:   s.runner,
+		Now:   rec.Now,
+		Sleep: sleepCtx,
+		OnApply: func(fr chaos.Record) {
+			mu.Lock()
+			lastFault = fr.Name
+			mu.Unlock()
+		},
+		OnEnd: func(fr chaos.Record) {
+			if fr.Err != nil {
+				mu.Lock()
+				out.faultErrs = append(out.faultErrs, fmt.Sprintf("%s %s: %v", fr.ID, fr.Name, fr.Err))
+				mu.Unlock()
+			}
+			if !fr.IsFault {
+				return
+			}
+			hf := &history.Fault{ID: fr.ID, Name: fr.Name, Targets: fr.Applied.Targets, Params: fr.Applied.Params,
+				Wipes: fr.Applied.Wipes, Removes: fr.Applied.Removes}
+			if ib, ok := s.backend.(*independentBackend); ok && hf.Wipes {
+				hf.WipedNode = ib.t.Nodes()[0].Name
+			}
+			if fr.Err != nil {
+				hf.Err = fr.Err.Error()
+			}
+			rec.Add(history.Event{Kind: history.KindFault, At: fr.Start, End: fr.End, Fault: hf})
+		},
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = runner.Run(runCtx, s.p.schedule)
+	}()
+	if s.o.Progress != nil {
+		progress := func() {
+			mu.Lock()
+			lf := lastFault
+			mu.Unlock()
+			s.o.Progress(Progress{Elapsed: rec.Now(), Total: total, Live: len(s.Live()), Events: rec.Len(), Last: lf})
+		}
+		t := time.NewTicker(500 * time.Millisecond)
+		for runCtx.Err() == nil {
+			select {
+			case <-runCtx.Done():
+			case <-t.C:
+				progress()
+			}
+		}
+		t.Stop()
+		<-done
+		progress()
+	}
+	<-done
+	<-runCtx.Done()
+	out.end = rec.Now()
+	out.interrupted = ctx.Err() != nil
+	mu.Lock()
+	defer mu.Unlock()
+	return out
+}
+
+// collect ends every instance and returns the history: the events up to the end of the run, with the
+// run's metadata.
+func (s *stagedRun) collect(out scheduled) history.History {
+	s.crashAll()
+	events := s.rec.Events()
+	kept := events[:0]
+	for _, e := range events {
+		if e.At <= out.end {
+			kept = append(kept, e)
+		}
+	}
+	sc, timing, o := s.sc, s.timing, s.o
+	return history.History{
+		Meta: history.Meta{
+			Schema: history.SchemaVersion, Scenario: sc.Name, Suite: o.Suite, System: o.System.Name(), Kind: systemKind(o.System),
+			Backend: s.backend.Describe(), Seed: o.Seed, TimeScale: o.TimeScale,
+			Instances: sc.Instances, Endpoints: sc.Endpoints, LeaseTTL: timing.LeaseTTL,
+			FailoverBound: failoverBound(sc, timing, o.TimeScale), HandoffBound: time.Duration(float64(sc.HandoffBound) * o.TimeScale),
+			PollInterval: timing.PollInterval, DiscoveryInterval: timing.DiscoveryInterval, Fencing: sc.Fencing,
+			Steady: s.p.steady, ExpectBalance: sc.ExpectBalance, Duration: out.end, StartedAt: s.start.UTC(),
+			Command: o.Command, Interrupted: out.interrupted, Expect: sc.Expect,
+			Assumptions: assumptions(sc, timing, s.backend, s.p.schedule), Counted: s.rec.Counted(),
+		},
+		Events: kept,
+	}
+}
+
+// systemKind is the kind of history a system's runs record: "lease" unless it says otherwise.
+func systemKind(s System) string {
+	if k, ok := s.(KindReporter); ok {
+		return k.Kind()
+	}
+	return "lease"
+}

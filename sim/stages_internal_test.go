@@ -1,0 +1,34 @@
+package sim
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tenurelabs/tenure/history"
+)
+
+// The teardown closes what the set-up opened, last first; an error of it fails a run that produced
+// nothing, and is only listed for a run that produced a history.
+func TestTeardownClosesLastFirstAndRoutesErrors(t *testing.T) {
+	var order []string
+	var td teardown
+	td.add(func() error { order = append(order, "backend"); return errors.New("backend would not stop") })
+	td.add(func() error { order = append(order, "proxies"); return nil })
+	td.add(func() error { order = append(order, "instances"); return errors.New("namespace left") })
+
+	var res Result
+	var err error
+	td.run(&res, &err)
+	require.Equal(t, []string{"instances", "proxies", "backend"}, order)
+	require.ErrorContains(t, err, "namespace left")
+	require.ErrorContains(t, err, "backend would not stop")
+	require.Empty(t, res.CleanupErrors)
+
+	res = Result{History: history.History{Events: []history.Event{{Kind: history.KindPoll}}}}
+	err = nil
+	td.run(&res, &err)
+	require.NoError(t, err)
+	require.Equal(t, []string{"namespace left", "backend would not stop"}, res.CleanupErrors)
+}
