@@ -60,6 +60,13 @@ func (b *builder) op(inst string, kind history.OpKind, key, owner string, ttl, a
 		Op:       &history.Op{Kind: kind, Key: key, Owner: owner, TTL: ttl, OK: ok, Value: value}})
 }
 
+// opOn is op on one node of a set of independent nodes (history.Op.Node).
+func (b *builder) opOn(node, inst string, kind history.OpKind, key, owner string, ttl, at, end time.Duration, ok bool) *builder {
+	b.op(inst, kind, key, owner, ttl, at, end, ok, "")
+	b.events[len(b.events)-1].Op.Node = node
+	return b
+}
+
 func (b *builder) unknownOp(inst string, kind history.OpKind, key, owner string, ttl, at time.Duration) *builder {
 	return b.add(history.Event{Kind: history.KindOp, At: at, End: history.Infinity, Instance: inst,
 		Endpoint: strings.TrimPrefix(key, "poll:lease:"),

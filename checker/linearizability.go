@@ -18,7 +18,8 @@ import (
 
 // keyOps is the porcupine history of one lease key.
 type keyOps struct {
-	key      string
+	key      string // the key, with "<node>/" in front for a copy on one of several independent nodes
+	node     string
 	endpoint string
 	ops      []porcupine.Operation
 }
@@ -57,7 +58,7 @@ type leaseHistory struct {
 //   - an operation whose error proves nothing reached the backend (see noEffect) is dropped;
 //   - "redis: nil" is not an error: it is how a missing key or a refused SET NX reads;
 //   - OpOther and unrecognised kinds are not modelled;
-//   - each fault with Wipes adds, to every key, a wipe that empties it at some instant of the fault
+//   - each fault with Wipes adds, to every key (every copy on the wiped node, see wipedBy), a wipe that empties it at some instant of the fault
 //     window (the whole rest of the run if the window has no end).
 func buildLeaseHistory(idx *index) leaseHistory {
 	lh := leaseHistory{bySeq: map[int64]*history.Event{}, promotions: promotions(idx.events), ttl: idx.meta.LeaseTTL}
@@ -89,7 +90,12 @@ func buildLeaseHistory(idx *index) leaseHistory {
 			}
 			unknown = true
 		}
-		in := leaseInput{key: op.Key, kind: op.Kind, owner: op.Owner, ttl: op.TTL, call: int64(e.At), seq: e.Seq, absentOK: op.AbsentOK}
+		// Each node of a set of independent nodes holds its own copy of a key: one register per copy.
+		id := op.Key
+		if op.Node != "" {
+			id = op.Node + "/" + op.Key
+		}
+		in := leaseInput{key: id, kind: op.Kind, owner: op.Owner, ttl: op.TTL, call: int64(e.At), seq: e.Seq, absentOK: op.AbsentOK}
 		out := leaseOutput{unknown: unknown, ok: op.OK, value: op.Value}
 		if unknown {
 			in.ret = math.MaxInt64
@@ -97,10 +103,10 @@ func buildLeaseHistory(idx *index) leaseHistory {
 		} else {
 			in.ret = int64(max(e.End, e.At))
 		}
-		k := byKey[op.Key]
+		k := byKey[id]
 		if k == nil {
-			k = &keyOps{key: op.Key}
-			byKey[op.Key] = k
+			k = &keyOps{key: id, node: op.Node}
+			byKey[id] = k
 		}
 		if k.endpoint == "" {
 			k.endpoint = e.Endpoint
@@ -119,6 +125,9 @@ func buildLeaseHistory(idx *index) leaseHistory {
 			ret = int64(f.End)
 		}
 		for _, k := range byKey {
+			if !wipedBy(k.node, f.Fault.WipedNode) {
+				continue
+			}
 			in := leaseInput{key: k.key, kind: opWipe, call: int64(f.At), ret: ret, seq: f.Seq}
 			k.ops = append(k.ops, porcupine.Operation{ClientId: backend, Input: in, Call: in.call,
 				Output: leaseOutput{}, Return: ret, Metadata: f.Seq})
@@ -344,4 +353,10 @@ func describeReturn(ret int64) string {
 		return "no reply"
 	}
 	return time.Duration(ret).String()
+}
+
+// wipedBy reports whether a wipe of node (empty: of the whole backend) erased the copy of a key on
+// keyNode (empty: the node the instances' main client reaches, which is the one a node wipe names).
+func wipedBy(keyNode, node string) bool {
+	return node == "" || keyNode == "" || keyNode == node
 }

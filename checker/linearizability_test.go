@@ -49,6 +49,26 @@ func TestLinearizability(t *testing.T) {
 			outcome: Pass,
 		},
 		{
+			// Redlock: one copy of the key per independent node; a restart of redis-0 empties its copy only.
+			name: "a node's wipe leaves the other nodes' copies",
+			b: linOnly().opOn("redis-0", "a", acq, key, "a", ttl, 0, ms(10), true).
+				opOn("redis-1", "a", acq, key, "a", ttl, 0, ms(10), true).
+				add(history.Event{Kind: history.KindFault, At: ms(100), End: ms(120),
+					Fault: &history.Fault{ID: "f1", Name: "redis-restart", Wipes: true, WipedNode: "redis-0"}}).
+				opOn("redis-0", "b", acq, key, "b", ttl, ms(200), ms(210), true).
+				opOn("redis-1", "b", acq, key, "b", ttl, ms(200), ms(210), false),
+			outcome: Pass,
+		},
+		{
+			name: "a node's wipe does not empty another node's copy",
+			b: linOnly().opOn("redis-1", "a", acq, key, "a", ttl, 0, ms(10), true).
+				add(history.Event{Kind: history.KindFault, At: ms(100), End: ms(120),
+					Fault: &history.Fault{ID: "f1", Name: "redis-restart", Wipes: true, WipedNode: "redis-0"}}).
+				opOn("redis-1", "b", acq, key, "b", ttl, ms(200), ms(210), true),
+			outcome: Violated,
+			at:      ms(200),
+		},
+		{
 			name: "a refusal past Redis's clock tick after the expiry",
 			b: linOnly().op("a", acq, key, "a", ttl, 0, ms(10), true, "").
 				op("b", acq, key, "b", ttl, ttl+ms(12), ttl+ms(13), false, ""),

@@ -87,6 +87,9 @@ type Op struct {
 	Kind OpKind `json:"kind"`
 	// Key is the backend key (for Redis) or lock name (for PostgreSQL).
 	Key string `json:"key"`
+	// Node names the node of a set of independent nodes the operation went to, for a system that uses
+	// them one by one (Redlock): each node holds its own copy of Key. Empty: the backend as one.
+	Node string `json:"node,omitempty"`
 	// Owner is the owner value the operation wrote or compared against.
 	Owner string `json:"owner,omitempty"`
 	// TTL is the time-to-live the operation set, if any.
@@ -140,6 +143,10 @@ type Fault struct {
 	Params map[string]string `json:"params,omitempty"`
 	// Wipes is set when the fault erased the backend's data (Redis restarted empty).
 	Wipes bool `json:"wipes,omitempty"`
+	// WipedNode, on a backend of independent nodes, names the node whose data the fault erased: only
+	// operations that went to that node (Op.Node) and those recorded without a node (they went to the
+	// node the instances' main client reaches, which is the one wiped) see the wipe. Empty: every key.
+	WipedNode string `json:"wiped_node,omitempty"`
 	// Removes is set when the fault removes the targets from the fleet for good (crash, stop): their
 	// endpoints must then fail over to live instances.
 	Removes bool `json:"removes,omitempty"`

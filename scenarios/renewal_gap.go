@@ -20,5 +20,23 @@ func init() {
 			Steps:  chaos.Schedule{{At: 60 * s, For: 40 * s, Fault: chaos.SlowRequests{Of: "ep-0", Delay: 45 * s, Match: "expire"}}},
 			Steady: w(150*s, 170*s),
 		},
+		// The held PEXPIREs of one or two renewal rounds (the window is 1.5 renewal intervals long) land
+		// 60 s after they were sent, at 120-135 s; the holder is frozen from 76 s, so its keys expire by
+		// about 106 s and another instance takes ep-0; that instance crashes at 108 s. A plain PEXPIRE
+		// landing at least 12 s after the crash resets the dead instance's key to a full TTL, so the
+		// takeover comes at least 12 s past one TTL after the crash.
+		sim.Scenario{
+			Name: "renewal-gap-pause-crash",
+			Description: "A holder's PEXPIRE requests are held on the wire for 2 TTL during 15 s; then it freezes, its endpoints move, and the instance " +
+				"that took ep-0 crashes before the held requests land: a renewal that names no holder (a plain PEXPIRE) keeps the dead instance's " +
+				"keys alive past one TTL after the crash. A renewal that compares the holder (the reference's Lua script) sends no PEXPIRE and is not held.",
+			Instances: 3, Endpoints: 9, Duration: 200 * s,
+			Steps: chaos.Schedule{
+				{At: 60 * s, For: 15 * s, Fault: chaos.SlowRequests{Of: "ep-0", Delay: 60 * s, Match: "pexpire"}},
+				{At: 76 * s, For: 45 * s, Fault: chaos.Pause{Of: "ep-0"}},
+				{At: 108 * s, Fault: chaos.Crash{Of: "ep-0"}},
+			},
+			Steady: w(170*s, 200*s), ExpectBalance: true, Fencing: true,
+		},
 	)
 }

@@ -174,7 +174,7 @@ func (b *sentinelBackend) Close() error {
 
 // topologyLinks gives an instance its own link to every node of t, named after the instance's slot,
 // and returns them as one chaos.Link (a fault applies to all) with the client that uses them.
-func topologyLinks(p chaos.Proxies, prefix string, t topology.Topology, o topology.ClientOptions) (chaos.Link, redis.UniversalClient, error) {
+func topologyLinks(p chaos.Proxies, prefix string, t topology.Topology, o topology.ClientOptions) (chaos.Link, redis.UniversalClient, topology.Dialer, error) {
 	var links []chaos.Link
 	local := map[string]string{}
 	for _, n := range t.Nodes() {
@@ -183,12 +183,13 @@ func topologyLinks(p chaos.Proxies, prefix string, t topology.Topology, o topolo
 			for _, l := range links {
 				_ = l.Close()
 			}
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		links = append(links, l)
 		local[n.Announced] = l.Addr()
 	}
-	return chaos.Fanout(links...), t.NewClient(o, topology.MapDialer(local, o.DialTimeout)), nil
+	dial := topology.MapDialer(local, o.DialTimeout)
+	return chaos.Fanout(links...), t.NewClient(o, dial), dial, nil
 }
 
 // BackendForScenario returns the backend spec a run of a scenario with topology need and schedule s
@@ -210,8 +211,18 @@ func BackendForScenario(spec, need string, s chaos.Schedule) (string, error) {
 			return "", err
 		}
 		return TopologySentinel, nil
+	case TopologyIndependent:
+		switch spec {
+		case "", "auto", "server", TopologyIndependent:
+		default:
+			return "", fmt.Errorf("sim: the run needs independent Redis nodes (three redis-servers the harness starts), which --redis %s cannot provide; use --redis independent, or server or auto for private processes", spec)
+		}
+		if _, err := BackendFor(TopologyIndependent, s); err != nil {
+			return "", err
+		}
+		return TopologyIndependent, nil
 	}
-	return "", fmt.Errorf("sim: unknown topology %q (valid: %q for one node, %q)", need, TopologySingle, TopologySentinel)
+	return "", fmt.Errorf("sim: unknown topology %q (valid: %q for one node, %q, %q)", need, TopologySingle, TopologySentinel, TopologyIndependent)
 }
 
 // adminClient is the harness's own client of the backend, past every proxy.

@@ -18,7 +18,10 @@ import (
 // and of the return. It sits outside go-redis's retry loop, so one logical call (with any re-sends after
 // lost replies) is one operation — which is what a caller experiences, and what must be linearizable.
 type recordingHook struct {
-	instance   string
+	instance string
+	// node, when set, names the node of a topology this client talks to on its own (history.Op.Node):
+	// each node holds its own copy of a key.
+	node       string
 	rec        *history.Recorder
 	classifier OpClassifier
 	defaults   defaultClassifier
@@ -125,6 +128,7 @@ func (h *recordingHook) record(at, end time.Duration, cmd redis.Cmder, err error
 	if op.Key == "" && len(args) > 1 {
 		op.Key = keyOf(args)
 	}
+	op.Node = h.node
 	op.Command = abbreviate(args)
 	if err != nil && !errors.Is(err, redis.Nil) && !isServerError(err) {
 		op.Unknown = true

@@ -23,6 +23,9 @@ type vinstance struct {
 	id     string
 	link   chaos.Link
 	client redis.UniversalClient
+	// nodes are the instance's clients of each data node of a topology, for systems that ask for a
+	// topology (InstanceConfig.Nodes).
+	nodes []*redis.Client
 	// clock is the instance's oscillator (its rate is what a drift fault changes); pclock wraps it and
 	// is what the system is given, so that a pause stops the system's sense of time too.
 	clock  *clock.Drifting

@@ -9,17 +9,18 @@ import (
 // compare the holding's value atomically, a value that names the holding rather than the process, and
 // an acquire that a re-send cannot turn against itself.
 //
-// The renewal mutants send a plain PEXPIRE (after a GET, or alone), which extends whoever holds the key:
-// its success says nothing about whose lease it is. The validity invariant credits a poller only with
-// renewals that name its own holding, so every poll the mutant makes on the strength of such a renewal
-// lies outside a confirmed lease of its own: the very guarantee the removed check gave. In slow-renewal
-// those renewals also land, late, on leases that others hold.
+// The renewal mutants send a plain PEXPIRE (after a GET, or alone), which extends whoever holds the key.
+// Its harm is to the next holder: a PEXPIRE held on the wire lands after the endpoint moved and keeps
+// the new holder's key alive for a full TTL from its landing. In renewal-gap-pause-crash the new holder
+// has crashed by then, so the takeover comes past the failover bound. (Validity credits an unconditional
+// renewal to its sender only while the sender's own lease held, so the mutants' own polls are not
+// violations: the key still named them when the renewal applied.)
 func init() {
 	mutantCases = append(mutantCases,
-		mutantCase{mutant: mutation.RenewUnconditional, scenarios: []string{"slow-renewal"},
-			caughtBy: []string{checker.InvSingleHolder, checker.InvSinglePoller, checker.InvValidity}},
-		mutantCase{mutant: mutation.RenewGetThenExpire, scenarios: []string{"slow-renewal"},
-			caughtBy: []string{checker.InvSingleHolder, checker.InvSinglePoller, checker.InvValidity}},
+		mutantCase{mutant: mutation.RenewUnconditional, scenarios: []string{"renewal-gap-pause-crash"},
+			caughtBy: []string{checker.InvFailover}},
+		mutantCase{mutant: mutation.RenewGetThenExpire, scenarios: []string{"renewal-gap-pause-crash"},
+			caughtBy: []string{checker.InvFailover}},
 		// A handoff release held on the wire lands after its sender re-acquired the endpoint: a plain DEL,
 		// or a release whose value names only the process, deletes the new holding under a holder that
 		// still believes, and the instance that prefers the endpoint takes it at once.

@@ -155,7 +155,11 @@ func plan(o Options) (planned, error) {
 	if err := chaos.Validate(steps, sc.Instances, sessions); err != nil {
 		return p, fmt.Errorf("%w: scenario %s: %v", ErrOptions, sc.Name, err)
 	}
-	backendSpec, err := BackendForScenario(o.Backend, sc.Topology, steps)
+	need, err := TopologyNeed(o.System, sc.Topology)
+	if err != nil {
+		return p, fmt.Errorf("%w: scenario %s: %v", ErrOptions, sc.Name, err)
+	}
+	backendSpec, err := BackendForScenario(o.Backend, need, steps)
 	if err != nil {
 		return p, fmt.Errorf("%w: scenario %s: %v", ErrOptions, sc.Name, err)
 	}
@@ -217,7 +221,7 @@ func lacksControl(spec string, pause bool) string {
 		spec = "embedded"
 	}
 	switch {
-	case spec == "server" || strings.HasPrefix(spec, "server:") || spec == TopologySentinel:
+	case spec == "server" || strings.HasPrefix(spec, "server:") || spec == TopologySentinel || spec == TopologyIndependent:
 		return ""
 	case spec == "embedded" && pause:
 		return "the embedded Redis (chosen because no redis-server is installed, or asked for) cannot pause"

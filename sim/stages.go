@@ -110,7 +110,11 @@ func setUp(ctx context.Context, o Options, p planned, td *teardown) (*stagedRun,
 
 // openRunBackend opens the Redis the scenario and its schedule need (see BackendForScenario).
 func openRunBackend(ctx context.Context, o Options, schedule chaos.Schedule, td *teardown) (Backend, error) {
-	spec, err := BackendForScenario(o.Backend, o.effectiveScenario().Topology, schedule)
+	need, err := TopologyNeed(o.System, o.effectiveScenario().Topology)
+	if err != nil {
+		return nil, err
+	}
+	spec, err := BackendForScenario(o.Backend, need, schedule)
 	if err != nil {
 		return nil, err
 	}
@@ -228,6 +232,9 @@ func (s *stagedRun) runSchedule(ctx context.Context) scheduled {
 			}
 			hf := &history.Fault{ID: fr.ID, Name: fr.Name, Targets: fr.Applied.Targets, Params: fr.Applied.Params,
 				Wipes: fr.Applied.Wipes, Removes: fr.Applied.Removes}
+			if ib, ok := s.backend.(*independentBackend); ok && hf.Wipes {
+				hf.WipedNode = ib.t.Nodes()[0].Name
+			}
 			if fr.Err != nil {
 				hf.Err = fr.Err.Error()
 			}

@@ -47,6 +47,11 @@ type InstanceConfig struct {
 	Seed int64
 	// Client reaches Redis through this instance's own fault-injecting proxy, with a recording hook.
 	Client redis.UniversalClient
+	// Nodes is set for a system that asks for a topology (TopologyUser): one plain client per data node,
+	// each through this instance's own link to that node, for systems that use the nodes one by one
+	// (Redlock). Their operations are recorded with the node's name before the key ("redis-1/poll:lease:
+	// ep-0"), since each node holds its own copy of a key.
+	Nodes []redis.UniversalClient
 	// Clock is this instance's clock (real, or drifting).
 	Clock clock.Clock
 	// Timing holds the scenario's durations at the run's time scale.

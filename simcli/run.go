@@ -87,7 +87,7 @@ func (f *runFlags) registerCommon(fs *flag.FlagSet) {
 		f.timeScale, f.timeScaleSet = v, true
 		return nil
 	})
-	fs.StringVar(&f.redis, "redis", "auto", "backend: auto, server, embedded, addr=HOST:PORT or container; server:rdb or server:aof for a private server with persistence; sentinel for a private primary, two replicas and three sentinels")
+	fs.StringVar(&f.redis, "redis", "auto", "backend: auto, server, embedded, addr=HOST:PORT or container; server:rdb or server:aof for a private server with persistence; sentinel for a private primary, two replicas and three sentinels; independent for three independent private nodes (Redlock)")
 	fs.StringVar(&f.system, "system", "reference", "system under test (see simrun list)")
 	fs.StringVar(&f.toxiproxy, "toxiproxy", "", "URL of an external toxiproxy-server (default: embedded)")
 	fs.StringVar(&f.postgres, "postgres", "", "PostgreSQL for the election-postgres scenarios (default: $TENURE_PG_URL, else "+sim.DefaultPostgresURL+")")
@@ -432,9 +432,11 @@ func plan(f *runFlags, names []string) ([]job, string, error) {
 			return nil, "", fmt.Errorf("%w: %v", errUsage, err)
 		}
 		// The backend this scenario runs on: a restart from files turns server into server:rdb or :aof, a
-		// Sentinel scenario turns it into sentinel.
-		if spec, err := sim.BackendForScenario(f.backend, sc.Topology, sched); err == nil {
-			o.Backend = spec
+		// Sentinel scenario turns it into sentinel, a Redlock system into independent.
+		if need, err := sim.TopologyNeed(system, sc.Topology); err == nil {
+			if spec, err := sim.BackendForScenario(f.backend, need, sched); err == nil {
+				o.Backend = spec
+			}
 		}
 		o.Command = replay(o, *f)
 		dir := f.out

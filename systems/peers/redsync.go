@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-redsync/redsync/v4"
+	redsyncredis "github.com/go-redsync/redsync/v4/redis"
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
 
 	"github.com/tenurelabs/tenure/history"
@@ -17,6 +18,7 @@ import (
 func init() {
 	sim.Register("redsync", func() sim.System { return RedSync{} })
 	sim.Register("redsync-setnx-extend", func() sim.System { return RedSync{SetNXOnExtend: true} })
+	sim.Register("redlock", func() sim.System { return RedSync{Redlock: true} })
 }
 
 // RedSync is github.com/go-redsync/redsync/v4 on one Redis, as a lease system: a mutex per endpoint,
@@ -26,12 +28,33 @@ func init() {
 // with its drift factor, but the README's pattern does not consult it, and neither does this wiring.
 // SetNXOnExtend selects WithSetNXOnExtend (system redsync-setnx-extend): an extension that finds the key
 // gone sets it again.
+//
+// Redlock selects the algorithm the library is named for (system redlock): one pool per node of three
+// independent Redis nodes (the harness starts them: sim.TopologyIndependent), a lock or an extension
+// counting when a majority of nodes granted it within the validity time the library computes with its
+// drift factor (its default, 1 %). Each node is reached through the instance's own link to it.
 type RedSync struct {
 	SetNXOnExtend bool
+	Redlock       bool
+}
+
+// redlockNodes is how many independent nodes Redlock runs on: the smallest set with a majority that
+// survives the loss of one node.
+const redlockNodes = 3
+
+// Topology implements sim.TopologyUser: Redlock runs on independent nodes, the others on one Redis.
+func (r RedSync) Topology() string {
+	if r.Redlock {
+		return sim.TopologyIndependent
+	}
+	return sim.TopologySingle
 }
 
 // Name implements sim.System.
 func (r RedSync) Name() string {
+	if r.Redlock {
+		return "redlock"
+	}
 	if r.SetNXOnExtend {
 		return "redsync-setnx-extend"
 	}
@@ -85,7 +108,17 @@ func (RedSync) Classify(args []any, reply any, err error) (history.Op, bool) {
 
 // NewInstance implements sim.System.
 func (r RedSync) NewInstance(cfg sim.InstanceConfig) (sim.Instance, error) {
-	return newMember(cfg, redsyncLibrary{sys: r, rs: redsync.New(goredis.NewPool(cfg.Client)), ttl: cfg.Timing.LeaseTTL}), nil
+	pools := []redsyncredis.Pool{goredis.NewPool(cfg.Client)}
+	if r.Redlock {
+		if len(cfg.Nodes) != redlockNodes {
+			return nil, fmt.Errorf("peers: redlock needs %d independent Redis nodes and was given %d: run it with --redis independent (or server, or auto)", redlockNodes, len(cfg.Nodes))
+		}
+		pools = pools[:0]
+		for _, c := range cfg.Nodes {
+			pools = append(pools, goredis.NewPool(c))
+		}
+	}
+	return newMember(cfg, redsyncLibrary{sys: r, rs: redsync.New(pools...), ttl: cfg.Timing.LeaseTTL}), nil
 }
 
 // redsyncLibrary takes a lock with one TryLockContext, keeps it with ExtendContext, gives it back with
