@@ -37,16 +37,17 @@ func TestEveryScenarioPlans(t *testing.T) {
 func TestSuites(t *testing.T) {
 	ci, err := scenarios.GetSuite("ci")
 	require.NoError(t, err)
-	// ci runs every scenario but the Sentinel ones, of which it runs one: each starts six processes.
+	// ci runs every scenario but the Sentinel and cluster ones, of which it runs one each: each starts
+	// six processes.
 	var want []string
 	for _, n := range scenarios.Names() {
 		sc, err := scenarios.Get(n)
 		require.NoError(t, err)
-		if sc.Topology == "" || n == "sentinel-primary-kill" {
+		if sc.Topology == "" || n == "sentinel-primary-kill" || n == "cluster-primary-kill" {
 			want = append(want, n)
 		}
 	}
-	require.Equal(t, want, ci.Scenarios, "ci runs every single-node scenario and one Sentinel scenario")
+	require.Equal(t, want, ci.Scenarios, "ci runs every single-node scenario, one Sentinel and one cluster scenario")
 	sen, err := scenarios.GetSuite("sentinel")
 	require.NoError(t, err)
 	require.Equal(t, []string{"sentinel-primary-kill", "sentinel-primary-isolated", "sentinel-replication-lag", "sentinel-manual-failover",
@@ -60,7 +61,7 @@ func TestSuites(t *testing.T) {
 		}
 	}
 	_, err = scenarios.GetSuite("nope")
-	require.ErrorContains(t, err, "valid suites: ci, full, quick, sentinel, soak")
+	require.ErrorContains(t, err, "valid suites: ci, cluster, full, quick, sentinel, soak")
 	_, err = scenarios.Get("nope")
 	require.ErrorContains(t, err, "valid scenarios: single-instance")
 }

@@ -35,7 +35,7 @@ type Backend interface {
 }
 
 // ErrBackendSpec is returned for a --redis value that is not understood.
-var ErrBackendSpec = errors.New("sim: unknown backend: use auto, server, embedded, server:rdb, server:aof, sentinel, independent, addr=HOST:PORT or container")
+var ErrBackendSpec = errors.New("sim: unknown backend: use auto, server, embedded, server:rdb, server:aof, sentinel, independent, cluster, addr=HOST:PORT or container")
 
 // BackendOptions are what a backend of several processes needs from the run.
 type BackendOptions struct {
@@ -57,6 +57,7 @@ type BackendOptions struct {
 //	container  redis in a container via testcontainers-go (needs a Docker engine)
 //	sentinel   a private primary, two replicas and three sentinels (internal/topology), at spec timing
 //	independent three private, independent redis-servers (Redlock's deployment); the first holds the targets
+//	cluster    a private Redis Cluster: three primaries, three replicas (internal/topology)
 func OpenBackend(ctx context.Context, spec string) (Backend, error) {
 	return OpenBackendWith(ctx, spec, BackendOptions{TimeScale: 1})
 }
@@ -71,6 +72,8 @@ func OpenBackendWith(ctx context.Context, spec string, o BackendOptions) (Backen
 		return openSentinel(ctx, o.TimeScale, o.Seed)
 	case spec == TopologyIndependent:
 		return openIndependent(ctx, o.Seed)
+	case spec == TopologyCluster:
+		return openCluster(ctx, o.Seed)
 	case spec == "" || spec == "auto":
 		if _, ok := redisserver.Available(); ok {
 			return openServer(ctx)
@@ -100,7 +103,7 @@ func OpenBackendWith(ctx context.Context, spec string, o BackendOptions) (Backen
 func CheckBackendSpec(spec string) error {
 	switch {
 	case spec == "" || spec == "auto" || spec == "server" || spec == "embedded" || spec == "container" || spec == TopologySentinel ||
-		spec == TopologyIndependent:
+		spec == TopologyIndependent || spec == TopologyCluster:
 		return nil
 	case strings.HasPrefix(spec, "server:"):
 		_, err := serverPersistence(spec)

@@ -57,13 +57,13 @@ func openIndependent(ctx context.Context, seed int64) (Backend, error) {
 	return &independentBackend{t: t, admin: t.Direct()}, nil
 }
 
-func (b *independentBackend) Topology() topology.Topology { return b.t }
-func (b *independentBackend) Kind() string                { return TopologyIndependent }
-func (b *independentBackend) Admin() *redis.Client        { return b.admin }
-func (b *independentBackend) Addr() string                { return b.t.Nodes()[0].Listen }
-func (b *independentBackend) Describe() string            { return b.t.Describe() }
-func (b *independentBackend) Shared() bool                { return false }
-func (b *independentBackend) Persistence() string         { return redisserver.PersistNone }
+func (b *independentBackend) Topology() topology.Topology  { return b.t }
+func (b *independentBackend) Kind() string                 { return TopologyIndependent }
+func (b *independentBackend) Admin() redis.UniversalClient { return b.admin }
+func (b *independentBackend) Addr() string                 { return b.t.Nodes()[0].Listen }
+func (b *independentBackend) Describe() string             { return b.t.Describe() }
+func (b *independentBackend) Shared() bool                 { return false }
+func (b *independentBackend) Persistence() string          { return redisserver.PersistNone }
 
 // Watch implements TopologyBackend: independent nodes have no events of their own.
 func (b *independentBackend) Watch(context.Context, *history.Recorder) func() { return func() {} }

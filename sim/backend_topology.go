@@ -36,7 +36,7 @@ type TopologyBackend interface {
 	// Kind is the topology's name (TopologySentinel).
 	Kind() string
 	// Admin is the harness's own client of the topology (sessions, start-up checks), past every proxy.
-	Admin() *redis.Client
+	Admin() redis.UniversalClient
 	// Watch records the topology's own events (promotions) into rec until the returned stop is called.
 	Watch(ctx context.Context, rec *history.Recorder) (stop func())
 }
@@ -71,9 +71,9 @@ func openSentinel(ctx context.Context, scale float64, seed int64) (Backend, erro
 	return &sentinelBackend{t: t, admin: t.Direct()}, nil
 }
 
-func (b *sentinelBackend) Topology() topology.Topology { return b.t }
-func (b *sentinelBackend) Kind() string                { return TopologySentinel }
-func (b *sentinelBackend) Admin() *redis.Client        { return b.admin }
+func (b *sentinelBackend) Topology() topology.Topology  { return b.t }
+func (b *sentinelBackend) Kind() string                 { return TopologySentinel }
+func (b *sentinelBackend) Admin() redis.UniversalClient { return b.admin }
 
 // Sentinel returns the Sentinel topology itself.
 func (b *sentinelBackend) Sentinel() *topology.Sentinel { return b.t }
@@ -221,12 +221,22 @@ func BackendForScenario(spec, need string, s chaos.Schedule) (string, error) {
 			return "", err
 		}
 		return TopologyIndependent, nil
+	case TopologyCluster:
+		switch spec {
+		case "", "auto", "server", TopologyCluster:
+		default:
+			return "", fmt.Errorf("sim: the scenario needs a Redis Cluster (three primaries and three replicas the harness starts), which --redis %s cannot provide; use --redis cluster, or server or auto for private processes", spec)
+		}
+		if _, err := BackendFor(TopologyCluster, s); err != nil {
+			return "", err
+		}
+		return TopologyCluster, nil
 	}
-	return "", fmt.Errorf("sim: unknown topology %q (valid: %q for one node, %q, %q)", need, TopologySingle, TopologySentinel, TopologyIndependent)
+	return "", fmt.Errorf("sim: unknown topology %q (valid: %q for one node, %q, %q, %q)", need, TopologySingle, TopologySentinel, TopologyIndependent, TopologyCluster)
 }
 
 // adminClient is the harness's own client of the backend, past every proxy.
-func adminClient(b Backend) (c *redis.Client, owned bool) {
+func adminClient(b Backend) (c redis.UniversalClient, owned bool) {
 	if tb, ok := b.(TopologyBackend); ok {
 		return tb.Admin(), false
 	}

@@ -105,10 +105,18 @@ type sessionDoc struct {
 }
 
 // change applies one change to the session keys, then increments the change counter, in one pipeline
-// (commands on one connection run in order: the counter moves only after the change).
+// (commands on one connection run in order: the counter moves only after the change). A cluster client
+// sends a pipeline's commands to their shards at once, in no order across shards, so there the counter
+// is incremented in a round trip of its own after the change.
 func (s *sessionStore) change(ctx context.Context, what string, queue func(p redis.Pipeliner)) error {
 	p := s.client.Pipeline()
 	queue(p)
+	if _, cluster := s.client.(*redis.ClusterClient); cluster {
+		if _, err := p.Exec(ctx); err != nil {
+			return fmt.Errorf("sim: %s: %w", what, err)
+		}
+		p = s.client.Pipeline()
+	}
 	p.Incr(ctx, s.version)
 	if _, err := p.Exec(ctx); err != nil {
 		return fmt.Errorf("sim: %s: %w", what, err)
@@ -237,5 +245,5 @@ func (s *sessionStore) deleteAll(ctx context.Context) error {
 		keys[i] = s.prefix + id
 	}
 	keys = append(keys, s.version)
-	return s.client.Del(ctx, keys...).Err()
+	return delKeys(ctx, s.client, keys)
 }

@@ -221,7 +221,8 @@ func lacksControl(spec string, pause bool) string {
 		spec = "embedded"
 	}
 	switch {
-	case spec == "server" || strings.HasPrefix(spec, "server:") || spec == TopologySentinel || spec == TopologyIndependent:
+	case spec == "server" || strings.HasPrefix(spec, "server:") || spec == TopologySentinel || spec == TopologyIndependent ||
+		spec == TopologyCluster:
 		return ""
 	case spec == "embedded" && pause:
 		return "the embedded Redis (chosen because no redis-server is installed, or asked for) cannot pause"
@@ -341,20 +342,38 @@ func discardIfNil(w io.Writer) io.Writer {
 }
 
 // deleteNamespace removes the keys a run wrote on a shared backend, and only those.
-func deleteNamespace(ctx context.Context, c *redis.Client, ns string) error {
+// On a Redis Cluster every primary is scanned and each key deleted on its own (keys lie in many slots).
+func deleteNamespace(ctx context.Context, c redis.UniversalClient, ns string) error {
 	if ns == "" {
 		return nil
 	}
-	iter := c.Scan(ctx, 0, ns+"*", 500).Iterator()
-	var keys []string
-	for iter.Next(ctx) {
-		keys = append(keys, iter.Val())
+	scan := func(ctx context.Context, c redis.Cmdable) error {
+		iter := c.Scan(ctx, 0, ns+"*", 500).Iterator()
+		var keys []string
+		for iter.Next(ctx) {
+			keys = append(keys, iter.Val())
+		}
+		if err := iter.Err(); err != nil {
+			return err
+		}
+		return delKeys(ctx, c, keys)
 	}
-	if err := iter.Err(); err != nil {
-		return err
+	if cc, ok := c.(*redis.ClusterClient); ok {
+		return cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return scan(ctx, c) })
 	}
+	return scan(ctx, c)
+}
+
+// delKeys deletes keys one DEL each, in one pipeline: a cluster client routes each to its slot's
+// shard, where a DEL of several keys in different slots is refused (CROSSSLOT).
+func delKeys(ctx context.Context, c redis.Cmdable, keys []string) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	return c.Del(ctx, keys...).Err()
+	p := c.Pipeline()
+	for _, k := range keys {
+		p.Del(ctx, k)
+	}
+	_, err := p.Exec(ctx)
+	return err
 }

@@ -61,7 +61,8 @@ type Scenario struct {
 	// such step. Steady windows move with the steps before them, so a scenario's intent holds.
 	FaultJitter time.Duration
 	// Topology is the Redis deployment the scenario needs: TopologySingle (any backend) or
-	// TopologySentinel (a primary, replicas and sentinels the harness controls; see BackendForScenario).
+	// TopologySentinel (a primary, replicas and sentinels the harness controls; see BackendForScenario),
+	// TopologyCluster (a Redis Cluster the harness controls), or TopologyIndependent.
 	Topology string
 	// Outside names the faults of this scenario that lie outside the system's stated assumptions (for
 	// the history's header; see history.Assumptions). A pause, and a clock drift beyond the drift bound,

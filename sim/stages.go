@@ -146,7 +146,7 @@ func openProxies(o Options, td *teardown) (chaos.Proxies, error) {
 // connectAdmin opens the harness's own connection to the backend (sessions, clean-up; a topology's
 // own client, past every proxy) and checks that the backend answers and, unless it is shared, holds
 // nothing yet.
-func connectAdmin(ctx context.Context, backend Backend, td *teardown) (*redis.Client, error) {
+func connectAdmin(ctx context.Context, backend Backend, td *teardown) (redis.UniversalClient, error) {
 	admin, owned := adminClient(backend)
 	if owned {
 		td.add(func() error { _ = admin.Close(); return nil })

@@ -87,7 +87,7 @@ func (f *runFlags) registerCommon(fs *flag.FlagSet) {
 		f.timeScale, f.timeScaleSet = v, true
 		return nil
 	})
-	fs.StringVar(&f.redis, "redis", "auto", "backend: auto, server, embedded, addr=HOST:PORT or container; server:rdb or server:aof for a private server with persistence; sentinel for a private primary, two replicas and three sentinels; independent for three independent private nodes (Redlock)")
+	fs.StringVar(&f.redis, "redis", "auto", "backend: auto, server, embedded, addr=HOST:PORT or container; server:rdb or server:aof for a private server with persistence; sentinel for a private primary, two replicas and three sentinels; independent for three independent private nodes (Redlock); cluster for a private Redis Cluster of three primaries and three replicas")
 	fs.StringVar(&f.system, "system", "reference", "system under test (see simrun list)")
 	fs.StringVar(&f.toxiproxy, "toxiproxy", "", "URL of an external toxiproxy-server (default: embedded)")
 	fs.StringVar(&f.postgres, "postgres", "", "PostgreSQL for the election-postgres scenarios (default: $TENURE_PG_URL, else "+sim.DefaultPostgresURL+")")

@@ -1,0 +1,206 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tenurelabs/tenure/chaos"
+	"github.com/tenurelabs/tenure/history"
+	"github.com/tenurelabs/tenure/internal/redisserver"
+	"github.com/tenurelabs/tenure/internal/topology"
+)
+
+// TopologyCluster is a Redis Cluster of three primaries and three replicas (--redis cluster). The
+// reference picks its cluster key layout on it (an endpoint's keys share the endpoint's hash slot).
+const TopologyCluster = "cluster"
+
+// clusterBackend is a private Redis Cluster. The single-node faults (Kill, Pause, Resume) act on the
+// primary serving slot 0 when they are called; a killed node is not started again (its replica has
+// taken over its slots), so Start and Restart are refused. The cluster faults (chaos.Sharded) act on the
+// shard that serves an endpoint.
+type clusterBackend struct {
+	c       *topology.Cluster
+	proxies chaos.Proxies // the nodes' announced links
+	admin   *redis.ClusterClient
+
+	mu     sync.Mutex
+	target *redisserver.Server // the process the last Kill or Pause acted on
+	rec    *history.Recorder   // where promotions are noted (set by Watch)
+	ctx    context.Context     // ends with Watch's stop
+	wg     sync.WaitGroup      // promotion watchers
+}
+
+var (
+	_ TopologyBackend = (*clusterBackend)(nil)
+	_ chaos.Sharded   = (*clusterBackend)(nil)
+)
+
+func openCluster(ctx context.Context, seed int64) (Backend, error) {
+	proxies := chaos.NewEmbedded(seed)
+	c, err := topology.StartCluster(ctx, topology.ClusterOptions{Proxies: proxies})
+	if err != nil {
+		_ = proxies.Close()
+		if errors.Is(err, topology.ErrNoBinary) || errors.Is(err, redisserver.ErrNoBinary) {
+			return nil, fmt.Errorf("sim: --redis cluster runs real redis-server processes: install redis-server (Debian/Ubuntu: apt-get install redis-server; macOS: brew install redis): %w", err)
+		}
+		return nil, err
+	}
+	// The harness's own client reaches every node on its own port, past every proxy.
+	direct := map[string]string{}
+	for _, n := range c.Nodes() {
+		direct[n.Announced] = n.Listen
+	}
+	admin := c.Client(nil, &redis.ClusterOptions{Dialer: topology.MapDialer(direct, 2*time.Second), MaxRetries: 3,
+		MaxRedirects: 8, ContextTimeoutEnabled: true})
+	return &clusterBackend{c: c, proxies: proxies, admin: admin, ctx: context.Background()}, nil
+}
+
+func (b *clusterBackend) Topology() topology.Topology  { return b.c }
+func (b *clusterBackend) Kind() string                 { return TopologyCluster }
+func (b *clusterBackend) Admin() redis.UniversalClient { return b.admin }
+func (b *clusterBackend) Describe() string             { return b.c.Describe() }
+func (b *clusterBackend) Shared() bool                 { return false }
+func (b *clusterBackend) Persistence() string          { return redisserver.PersistNone }
+func (b *clusterBackend) Cluster() *topology.Cluster   { return b.c }
+func (b *clusterBackend) Addr() string                 { return b.c.Nodes()[0].Listen }
+
+// slotPrimary is the live primary serving slot.
+func (b *clusterBackend) slotPrimary(slot int) (*topology.ClusterNode, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return b.c.PrimaryOf(ctx, slot)
+}
+
+// Kill kills (SIGKILL) the primary serving slot 0; its replica takes over.
+func (b *clusterBackend) Kill() error {
+	n, err := b.slotPrimary(0)
+	if err != nil {
+		return err
+	}
+	b.mu.Lock()
+	b.target = n.Server
+	b.mu.Unlock()
+	b.notePromotion(n, 0)
+	return n.Server.Kill()
+}
+
+// Start is refused: a killed node's replica has taken over its slots, and the node would come back with
+// a cluster configuration that names it a primary of slots it no longer serves.
+func (b *clusterBackend) Start() error {
+	return fmt.Errorf("%w: --redis cluster does not start a killed node again (its replica took over); use shard-primary-kill", chaos.ErrUnsupported)
+}
+
+func (b *clusterBackend) Restart() error { return b.Start() }
+
+// Pause freezes (SIGSTOP) the primary serving slot 0; Resume continues it.
+func (b *clusterBackend) Pause() error {
+	n, err := b.slotPrimary(0)
+	if err != nil {
+		return err
+	}
+	b.mu.Lock()
+	b.target = n.Server
+	b.mu.Unlock()
+	return n.Server.Pause()
+}
+
+func (b *clusterBackend) Resume() error {
+	b.mu.Lock()
+	s := b.target
+	b.mu.Unlock()
+	if s == nil {
+		return nil
+	}
+	return s.Resume()
+}
+
+// Watch implements TopologyBackend: a primary killed by a fault is followed until another node serves
+// its slot, and that promotion is noted on the timeline (PromotionNote).
+func (b *clusterBackend) Watch(ctx context.Context, rec *history.Recorder) func() {
+	ctx, cancel := context.WithCancel(ctx)
+	b.mu.Lock()
+	b.rec, b.ctx = rec, ctx
+	b.mu.Unlock()
+	return func() {
+		cancel()
+		b.wg.Wait()
+	}
+}
+
+// notePromotion waits, in the background, for a node other than killed to serve slot, and notes it.
+func (b *clusterBackend) notePromotion(killed *topology.ClusterNode, slot int) {
+	b.mu.Lock()
+	rec, ctx := b.rec, b.ctx
+	b.mu.Unlock()
+	if rec == nil {
+		return
+	}
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		for {
+			if p, err := b.c.PrimaryOf(ctx, slot); err == nil && p != killed {
+				rec.Add(history.Event{Kind: history.KindNote, At: rec.Now(), Note: PromotionNote(killed.Name, p.Name)})
+				return
+			}
+			if !sleepCtx(ctx, 20*time.Millisecond) {
+				return
+			}
+		}
+	}()
+}
+
+// endpointSlot is the hash slot of endpoint's hash tag: where the reference's cluster key layout keeps
+// the endpoint's lease, fencing counter and epoch (lease.LayoutCluster).
+func (b *clusterBackend) endpointSlot(ctx context.Context, endpoint string) (int, error) {
+	return b.c.Slot(ctx, "{"+endpoint+"}")
+}
+
+// KillShardPrimary implements chaos.Sharded.
+func (b *clusterBackend) KillShardPrimary(ctx context.Context, endpoint string) (node string, slot int, err error) {
+	if slot, err = b.endpointSlot(ctx, endpoint); err != nil {
+		return "", 0, err
+	}
+	n, err := b.c.PrimaryOf(ctx, slot)
+	if err != nil {
+		return "", slot, err
+	}
+	b.notePromotion(n, slot)
+	return n.Name, slot, n.Server.Kill()
+}
+
+// MigrateEndpoint implements chaos.Sharded: the endpoint's slot moves to the first other primary in
+// node order, one key per MIGRATE with pause between them, so clients meet the slot half moved.
+func (b *clusterBackend) MigrateEndpoint(ctx context.Context, endpoint string, pause time.Duration) (from, to string, slot int, err error) {
+	if slot, err = b.endpointSlot(ctx, endpoint); err != nil {
+		return "", "", 0, err
+	}
+	src, err := b.c.PrimaryOf(ctx, slot)
+	if err != nil {
+		return "", "", slot, err
+	}
+	var dst *topology.ClusterNode
+	for _, n := range b.c.Members() {
+		if n == src || !n.Server.Running() {
+			continue
+		}
+		role, err := n.Control().Do(ctx, "ROLE").Slice()
+		if err == nil && len(role) > 0 && role[0] == "master" {
+			dst = n
+			break
+		}
+	}
+	if dst == nil {
+		return src.Name, "", slot, fmt.Errorf("sim: no other live primary to move slot %d of %s to", slot, endpoint)
+	}
+	return src.Name, dst.Name, slot, b.c.MigrateSlot(ctx, slot, dst, 1, pause)
+}
+
+func (b *clusterBackend) Close() error {
+	return errors.Join(b.admin.Close(), b.c.Close(), b.proxies.Close())
+}
