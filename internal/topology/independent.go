@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -31,9 +30,7 @@ type IndependentOptions struct {
 // topology, although independent nodes have no peers: it keeps the contract (every node is known by
 // its announced address) so that instance links and faults work as they do on other topologies.
 type Independent struct {
-	nodes   []Node
-	servers map[string]*redisserver.Server
-	links   map[string]chaos.Link
+	nodeSet
 	own     chaos.Proxies
 	started started
 	version string
@@ -59,7 +56,7 @@ func StartIndependent(ctx context.Context, o IndependentOptions) (_ *Independent
 	if o.Nodes < 1 {
 		return nil, fmt.Errorf("topology: independent nodes: need at least one node (got %d)", o.Nodes)
 	}
-	t := &Independent{servers: map[string]*redisserver.Server{}, links: map[string]chaos.Link{}}
+	t := &Independent{nodeSet: newNodeSet()}
 	proxies := o.Proxies
 	if proxies == nil {
 		e := chaos.NewEmbedded(o.Seed)
@@ -83,14 +80,10 @@ func StartIndependent(ctx context.Context, o IndependentOptions) (_ *Independent
 			return nil, fmt.Errorf("topology: start %s: %w", name, err)
 		}
 		t.started.servers = append(t.started.servers, srv)
-		t.servers[name], t.links[name] = srv, link
-		t.nodes = append(t.nodes, Node{Name: name, Announced: link.Addr(), Listen: srv.Addr()})
+		t.add(Node{Name: name, Announced: link.Addr(), Listen: srv.Addr()}, srv, link)
 	}
 	return t, nil
 }
-
-// Nodes implements Topology.
-func (t *Independent) Nodes() []Node { return append([]Node(nil), t.nodes...) }
 
 // NewClient implements Topology: a client of the first node, which holds the run's own data (the poll
 // targets). A system that uses every node (Redlock) builds one client per node the same way; see
@@ -115,30 +108,6 @@ func NodeClient(n Node, o ClientOptions, dial Dialer) *redis.Client {
 func (t *Independent) Direct() *redis.Client {
 	return redis.NewClient(&redis.Options{Addr: t.nodes[0].Listen, DialTimeout: 2 * time.Second, ReadTimeout: 2 * time.Second,
 		WriteTimeout: 2 * time.Second, ContextTimeoutEnabled: true, MaxRetries: 3})
-}
-
-// Server implements Topology.
-func (t *Independent) Server(name string) (*redisserver.Server, error) {
-	if s, ok := t.servers[name]; ok {
-		return s, nil
-	}
-	return nil, fmt.Errorf("topology: no node %q (nodes: %s)", name, t.names())
-}
-
-// PeerLink implements Topology.
-func (t *Independent) PeerLink(name string) (chaos.Link, error) {
-	if l, ok := t.links[name]; ok {
-		return l, nil
-	}
-	return nil, fmt.Errorf("topology: no node %q (nodes: %s)", name, t.names())
-}
-
-func (t *Independent) names() string {
-	var s []string
-	for _, n := range t.nodes {
-		s = append(s, n.Name)
-	}
-	return strings.Join(s, ", ")
 }
 
 // Describe implements Topology.

@@ -60,9 +60,7 @@ type SentinelOptions struct {
 // Sentinel is a running primary/replica set under Sentinel.
 type Sentinel struct {
 	opts      SentinelOptions
-	nodes     []Node // data nodes, then sentinels
-	servers   map[string]*redisserver.Server
-	links     map[string]chaos.Link
+	nodeSet                 // data nodes, then sentinels
 	own       chaos.Proxies // the proxies the topology created itself, closed with it
 	started   started
 	downAfter time.Duration
@@ -121,8 +119,7 @@ func StartSentinel(ctx context.Context, o SentinelOptions) (_ *Sentinel, err err
 	}
 	t := &Sentinel{
 		opts:      o,
-		servers:   map[string]*redisserver.Server{},
-		links:     map[string]chaos.Link{},
+		nodeSet:   newNodeSet(),
 		downAfter: scaledFloor(o.DownAfter, o.TimeScale, time.Second),
 		failover:  scaledFloor(o.FailoverTimeout, o.TimeScale, 2*time.Second),
 	}
@@ -165,8 +162,7 @@ func StartSentinel(ctx context.Context, o SentinelOptions) (_ *Sentinel, err err
 			return nil, fmt.Errorf("topology: start %s: %w", name, err)
 		}
 		t.started.servers = append(t.started.servers, srv)
-		t.servers[name], t.links[name] = srv, link
-		t.nodes = append(t.nodes, Node{Name: name, Announced: link.Addr(), Listen: srv.Addr()})
+		t.add(Node{Name: name, Announced: link.Addr(), Listen: srv.Addr()}, srv, link)
 	}
 	for i := 0; i < o.Sentinels; i++ {
 		name := fmt.Sprintf("sentinel-%d", i)
@@ -192,8 +188,7 @@ func StartSentinel(ctx context.Context, o SentinelOptions) (_ *Sentinel, err err
 			return nil, fmt.Errorf("topology: start %s: %w", name, err)
 		}
 		t.started.servers = append(t.started.servers, srv)
-		t.servers[name], t.links[name] = srv, link
-		t.nodes = append(t.nodes, Node{Name: name, Sentinel: true, Announced: link.Addr(), Listen: srv.Addr()})
+		t.add(Node{Name: name, Sentinel: true, Announced: link.Addr(), Listen: srv.Addr()}, srv, link)
 	}
 	if err := waitFor(ctx, o.ReadyTimeout, t.settled); err != nil {
 		return nil, fmt.Errorf("topology: the Sentinel set did not settle within %s: %w", o.ReadyTimeout, err)
@@ -204,9 +199,6 @@ func StartSentinel(ctx context.Context, o SentinelOptions) (_ *Sentinel, err err
 // DownAfter and FailoverTimeout are the sentinels' timings, scaled.
 func (t *Sentinel) DownAfter() time.Duration       { return t.downAfter }
 func (t *Sentinel) FailoverTimeout() time.Duration { return t.failover }
-
-// Nodes implements Topology.
-func (t *Sentinel) Nodes() []Node { return append([]Node(nil), t.nodes...) }
 
 // DataNodes and Sentinels list the nodes of each kind.
 func (t *Sentinel) DataNodes() []Node { return t.filter(false) }
@@ -220,40 +212,6 @@ func (t *Sentinel) filter(sentinel bool) []Node {
 		}
 	}
 	return out
-}
-
-// ByAnnounced returns the node announced at addr.
-func (t *Sentinel) ByAnnounced(addr string) (Node, bool) {
-	for _, n := range t.nodes {
-		if n.Announced == addr {
-			return n, true
-		}
-	}
-	return Node{}, false
-}
-
-// Server implements Topology.
-func (t *Sentinel) Server(name string) (*redisserver.Server, error) {
-	if s, ok := t.servers[name]; ok {
-		return s, nil
-	}
-	return nil, fmt.Errorf("topology: no node %q (nodes: %s)", name, t.names())
-}
-
-// PeerLink implements Topology.
-func (t *Sentinel) PeerLink(name string) (chaos.Link, error) {
-	if l, ok := t.links[name]; ok {
-		return l, nil
-	}
-	return nil, fmt.Errorf("topology: no node %q (nodes: %s)", name, t.names())
-}
-
-func (t *Sentinel) names() string {
-	var s []string
-	for _, n := range t.nodes {
-		s = append(s, n.Name)
-	}
-	return strings.Join(s, ", ")
 }
 
 // Describe implements Topology.

@@ -154,3 +154,58 @@ func waitFor(ctx context.Context, timeout time.Duration, cond func(ctx context.C
 		}
 	}
 }
+
+// nodeSet is the bookkeeping every topology keeps of its nodes: the nodes in a fixed order, and their
+// processes and peer links by name. Topologies embed it for Nodes, ByAnnounced, Server and PeerLink.
+type nodeSet struct {
+	nodes   []Node
+	servers map[string]*redisserver.Server
+	links   map[string]chaos.Link
+}
+
+func newNodeSet() nodeSet {
+	return nodeSet{servers: map[string]*redisserver.Server{}, links: map[string]chaos.Link{}}
+}
+
+// add records a started node.
+func (ns *nodeSet) add(n Node, srv *redisserver.Server, link chaos.Link) {
+	ns.nodes = append(ns.nodes, n)
+	ns.servers[n.Name], ns.links[n.Name] = srv, link
+}
+
+// Nodes implements Topology.
+func (ns *nodeSet) Nodes() []Node { return append([]Node(nil), ns.nodes...) }
+
+// ByAnnounced returns the node announced at addr.
+func (ns *nodeSet) ByAnnounced(addr string) (Node, bool) {
+	for _, n := range ns.nodes {
+		if n.Announced == addr {
+			return n, true
+		}
+	}
+	return Node{}, false
+}
+
+// Server implements Topology.
+func (ns *nodeSet) Server(name string) (*redisserver.Server, error) {
+	if s, ok := ns.servers[name]; ok {
+		return s, nil
+	}
+	return nil, fmt.Errorf("topology: no node %q (nodes: %s)", name, ns.names())
+}
+
+// PeerLink implements Topology.
+func (ns *nodeSet) PeerLink(name string) (chaos.Link, error) {
+	if l, ok := ns.links[name]; ok {
+		return l, nil
+	}
+	return nil, fmt.Errorf("topology: no node %q (nodes: %s)", name, ns.names())
+}
+
+func (ns *nodeSet) names() string {
+	var s []string
+	for _, n := range ns.nodes {
+		s = append(s, n.Name)
+	}
+	return strings.Join(s, ", ")
+}
