@@ -173,6 +173,9 @@ func (c *Cluster) startNode(i int) (*ClusterNode, error) {
 		"--cluster-replica-validity-factor", "0",
 		// One shard down does not stop the others: faults are per shard.
 		"--cluster-require-full-coverage", "no",
+		// A full resynchronisation (a replica attached at creation, a killed node that rejoins) starts
+		// at once: the default waits 5 s for more replicas to share the transfer, and a shard has one.
+		"--repl-diskless-sync-delay", "0",
 	}})
 	if err != nil {
 		_ = n.Link.Close()

@@ -157,3 +157,66 @@ func TestClusterStartsWholeAndFailsOver(t *testing.T) {
 	require.Eventually(t, func() bool { return pongAge() < 2*time.Second }, 20*time.Second, 50*time.Millisecond,
 		"pongs again once healed")
 }
+
+// A killed primary started again rejoins from its nodes.conf as a replica of the node promoted in its
+// place, copies its dataset, and can take the shard over again when that node dies in turn.
+func TestClusterKilledPrimaryRejoinsAsReplica(t *testing.T) {
+	c, px := startTestCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	links, err := c.NewClientLinks(px, "client")
+	require.NoError(t, err)
+	t.Cleanup(links.Close)
+	cl := c.Client(links, &redis.ClusterOptions{MaxRedirects: 8, ReadTimeout: 500 * time.Millisecond, WriteTimeout: 500 * time.Millisecond,
+		DialTimeout: 500 * time.Millisecond})
+	t.Cleanup(func() { _ = cl.Close() })
+
+	// written and replicated before the kill, so the promoted replica has it
+	slot, err := c.Slot(ctx, "k")
+	require.NoError(t, err)
+	p, err := c.PrimaryOf(ctx, slot)
+	require.NoError(t, err)
+	conn := p.ctl.Conn()
+	require.NoError(t, conn.Set(ctx, "k", "v1", 0).Err())
+	require.Equal(t, int64(1), conn.Do(ctx, "WAIT", 1, 5000).Val())
+	_ = conn.Close()
+
+	_, _, err = c.RestartNode(ctx, p)
+	require.ErrorContains(t, err, "is running", "a live node is not restarted")
+
+	killed, promoted, err := c.KillPrimary(ctx, "k")
+	require.NoError(t, err)
+	require.Equal(t, p, killed)
+	require.Equal(t, []*ClusterNode{killed}, c.Killed())
+	require.Error(t, c.Check(ctx), "a shard without a replica is not whole")
+	// written after the promotion: only a node that resynchronised from the promoted one has it
+	require.Eventually(t, func() bool { return cl.Set(ctx, "k", "v2", 0).Err() == nil }, 20*time.Second, 50*time.Millisecond)
+
+	restartAt := time.Now()
+	role, of, err := c.RestartNode(ctx, killed)
+	require.NoError(t, err)
+	t.Logf("%s rejoined as a replica of %s %s after its restart", killed.Name, of.Name, time.Since(restartAt).Round(time.Millisecond))
+	require.Equal(t, "slave", role)
+	require.Equal(t, promoted, of, "it replicates the node that took its slots")
+	require.Empty(t, c.Killed())
+	require.NoError(t, c.Check(ctx))
+	ro := killed.ctl.Conn()
+	require.NoError(t, ro.ReadOnly(ctx).Err())
+	require.Eventually(t, func() bool { return ro.Get(ctx, "k").Val() == "v2" }, 10*time.Second, 50*time.Millisecond,
+		"the rejoined replica holds what was written while it was down")
+	_ = ro.Close()
+
+	// The rejoined node is a working replica: kill the primary in its place and it takes the shard back.
+	conn = promoted.ctl.Conn()
+	require.Equal(t, int64(1), conn.Do(ctx, "WAIT", 1, 5000).Val())
+	_ = conn.Close()
+	again, back, err := c.KillPrimary(ctx, "k")
+	require.NoError(t, err)
+	require.Equal(t, promoted, again)
+	require.Equal(t, killed, back)
+	require.Eventually(t, func() bool { return cl.Get(ctx, "k").Val() == "v2" }, 20*time.Second, 50*time.Millisecond)
+	role, of, err = c.RestartNode(ctx, promoted)
+	require.NoError(t, err)
+	require.Equal(t, "slave", role)
+	require.Equal(t, killed, of)
+}
