@@ -20,9 +20,9 @@ import (
 const TopologyCluster = "cluster"
 
 // clusterBackend is a private Redis Cluster. The single-node faults (Kill, Pause, Resume) act on the
-// primary serving slot 0 when they are called; a killed node is not started again (its replica has
-// taken over its slots), so Start and Restart are refused. The cluster faults (chaos.Sharded) act on the
-// shard that serves an endpoint.
+// primary serving slot 0 when they are called; Start starts every killed node again, and it rejoins
+// (backend_cluster_rejoin.go). The cluster faults (chaos.Sharded) act on the shard that serves an
+// endpoint.
 type clusterBackend struct {
 	c       *topology.Cluster
 	proxies chaos.Proxies // the nodes' announced links
@@ -89,13 +89,18 @@ func (b *clusterBackend) Kill() error {
 	return n.Server.Kill()
 }
 
-// Start is refused: a killed node's replica has taken over its slots, and the node would come back with
-// a cluster configuration that names it a primary of slots it no longer serves.
-func (b *clusterBackend) Start() error {
-	return fmt.Errorf("%w: --redis cluster does not start a killed node again (its replica took over); use shard-primary-kill", chaos.ErrUnsupported)
-}
+// Start starts every killed node again from its nodes.conf, empty, and waits until each has rejoined:
+// as a replica of the node promoted in its place, or, back before the cluster noticed, as the primary
+// it was, whose replica then resynchronises from it (see topology.Cluster.RestartNode).
+func (b *clusterBackend) Start() error { return b.startKilled() }
 
-func (b *clusterBackend) Restart() error { return b.Start() }
+// Restart kills the primary serving slot 0 and starts it again at once (Kill, then Start).
+func (b *clusterBackend) Restart() error {
+	if err := b.Kill(); err != nil {
+		return err
+	}
+	return b.Start()
+}
 
 // Pause freezes (SIGSTOP) the primary serving slot 0; Resume continues it.
 func (b *clusterBackend) Pause() error {
