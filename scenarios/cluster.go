@@ -63,7 +63,7 @@ func clusterNotInCI() []string {
 // clusterNames lists the cluster scenarios.
 func clusterNames() []string {
 	var out []string
-	for _, sc := range clusterScenarios {
+	for _, sc := range append(append([]sim.Scenario(nil), clusterScenarios...), clusterFailoverScenarios...) {
 		out = append(out, sc.Name)
 	}
 	return out

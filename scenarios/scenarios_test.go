@@ -52,6 +52,13 @@ func TestSuites(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"sentinel-primary-kill", "sentinel-primary-isolated", "sentinel-replication-lag", "sentinel-manual-failover",
 		"election-sentinel-primary-kill-redis", "election-sentinel-primary-isolated-redis"}, sen.Scenarios)
+	cl, err := scenarios.GetSuite("cluster")
+	require.NoError(t, err)
+	require.Equal(t, []string{"cluster-primary-kill", "cluster-slot-migration", "cluster-election-primary-kill", "cluster-primary-kill-rejoin"},
+		cl.Scenarios)
+	el, err := scenarios.Get("cluster-election-primary-kill")
+	require.NoError(t, err)
+	require.Equal(t, "election-redis", el.System, "the cluster election scenario runs the Redis election")
 	require.Contains(t, ci.Scenarios, "election-conn-reset-pg")
 	for _, su := range scenarios.Suites() {
 		require.NotEmpty(t, su.Scenarios, su.Name)
