@@ -24,10 +24,11 @@ import (
 // answer a client as the owner of slots it no longer serves; go-redis only sends it commands when its
 // slot map says so, which it reloads from any node, this one included.
 
-// RestartNode starts the killed node n again from its nodes.conf and waits, up to ctx's deadline, until
-// the cluster is whole again (Check: every slot served, every live primary with a connected replica,
-// every node cluster_state:ok). It returns the node's role once it rejoined and, for a replica, the node
-// it replicates. A node that is running is refused: kill it first.
+// RestartNode starts the killed node n again from its nodes.conf and waits, up to ctx's deadline (one
+// of its own when ctx has none), until the cluster is whole again (Check: every slot served, every live
+// primary with a connected replica, every node cluster_state:ok) and every other live node sees n as n
+// sees itself (no failure flag, the same role and primary). It returns the node's role as ROLE names it
+// ("slave" or "master") and, for a replica, the node it replicates. A running node is refused.
 func (c *Cluster) RestartNode(ctx context.Context, n *ClusterNode) (role string, primary *ClusterNode, err error) {
 	c.mu.Lock()
 	closed := c.closed
