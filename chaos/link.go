@@ -314,6 +314,7 @@ type remoteLink struct {
 	mu     sync.Mutex
 	p      *toxiclient.Proxy
 	killed bool
+	closed bool
 }
 
 func (l *remoteLink) Addr() string { return l.p.Listen }
@@ -403,9 +404,15 @@ func (l *remoteLink) Heal() error {
 	return nil
 }
 
+// Close deletes the proxy, once: a link closed by whoever created it (a topology closes its peer
+// links) is closed again by Remote.Close without error.
 func (l *remoteLink) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.closed {
+		return nil
+	}
+	l.closed = true
 	return l.p.Delete()
 }
 

@@ -38,13 +38,22 @@ func replicated(env Env) (Replicated, error) {
 // PrimaryKill kills the current primary with SIGKILL, as a crashed host: whatever it acknowledged and
 // had not yet sent its replicas is gone, and the sentinels promote a replica once they agree it is down.
 // The node stays down.
-type PrimaryKill struct{}
+//
+// What the primary had already written to its peer link still reaches the replicas after the kill: a
+// proxy that delays the stream (ReplicationLatency) holds it and delivers it late, as a network
+// delivers what is already on the wire. With DropInFlight the primary's peer link is killed at the same
+// instant, closing every connection through it, so what the proxy holds is lost with the host: the
+// replicas then miss every write of the last stretch of the delay, which is what a lagging replica
+// promoted after a crash misses.
+type PrimaryKill struct {
+	DropInFlight bool `json:"drop_in_flight,omitempty"`
+}
 
 // Name implements Fault.
 func (PrimaryKill) Name() string { return "primary-kill" }
 
 // Apply implements Fault.
-func (PrimaryKill) Apply(ctx context.Context, env Env) (func(context.Context) error, Applied, error) {
+func (f PrimaryKill) Apply(ctx context.Context, env Env) (func(context.Context) error, Applied, error) {
 	r, err := replicated(env)
 	if err != nil {
 		return nil, Applied{}, err
@@ -53,7 +62,20 @@ func (PrimaryKill) Apply(ctx context.Context, env Env) (func(context.Context) er
 	if err != nil {
 		return nil, Applied{}, err
 	}
-	return nil, Applied{Params: map[string]string{"node": p}}, r.KillNode(p)
+	a := Applied{Params: map[string]string{"node": p}}
+	if f.DropInFlight {
+		a.Params["in_flight"] = "dropped"
+		l, err := r.PeerLink(p)
+		if err != nil {
+			return nil, a, err
+		}
+		// The link first: a write the primary acknowledges in between is lost as well, as it would be a
+		// moment later.
+		if err := l.Kill(); err != nil {
+			return nil, a, err
+		}
+	}
+	return nil, a, r.KillNode(p)
 }
 
 // PrimaryIsolate cuts the current primary's peer link both ways for the step's duration: its replicas

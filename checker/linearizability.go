@@ -43,7 +43,10 @@ type leaseHistory struct {
 	dropped int      // operations left out because they cannot have reached the backend
 	wipes   int      // backend wipes modelled
 	unknown int      // operations with an unknown outcome
-	bySeq   map[int64]*history.Event
+	// notReplicated counts the writes WAIT did not confirm (history.Op.NotReplicated): indeterminate,
+	// within their interval.
+	notReplicated int
+	bySeq         map[int64]*history.Event
 	// promotions are the replica promotions the history records, for the lost-write diagnosis; ttl is
 	// the run's lease TTL.
 	promotions []promotion
@@ -55,6 +58,9 @@ type leaseHistory struct {
 //
 //   - an operation with Unknown set, End == Infinity, or an error that does not prove it had no effect
 //     (timeouts, resets, EOF, anything unrecognised) gets an unknown outcome and Return = MaxInt64;
+//   - a write marked NotReplicated (answered, but WAIT did not confirm it, and the system did not count
+//     it) gets an unknown outcome too, but keeps its Return: if it applied, it applied within its
+//     interval; it may also never have (a failover discarded it), and it is never an acknowledged write;
 //   - an operation whose error proves nothing reached the backend (see noEffect) is dropped;
 //   - "redis: nil" is not an error: it is how a missing key or a refused SET NX reads;
 //   - OpOther and unrecognised kinds are not modelled;
@@ -97,10 +103,18 @@ func buildLeaseHistory(idx *index) leaseHistory {
 		}
 		in := leaseInput{key: id, kind: op.Kind, owner: op.Owner, ttl: op.TTL, call: int64(e.At), seq: e.Seq, absentOK: op.AbsentOK}
 		out := leaseOutput{unknown: unknown, ok: op.OK, value: op.Value}
-		if unknown {
+		switch {
+		case unknown:
 			in.ret = math.MaxInt64
 			lh.unknown++
-		} else {
+		case op.NotReplicated:
+			// Answered, but not confirmed by WAIT, and not relied on: it may have applied within
+			// [call, return] or (lost at a failover) never, so its outcome is indeterminate, within its
+			// known interval.
+			out.unknown, out.notReplicated = true, true
+			in.ret = int64(max(e.End, e.At))
+			lh.notReplicated++
+		default:
 			in.ret = int64(max(e.End, e.At))
 		}
 		k := byKey[id]
@@ -238,8 +252,12 @@ func checkLinearizability(idx *index, opts Options) Result {
 			unknown = append(unknown, v.key)
 		}
 	}
-	scope := fmt.Sprintf("%d operations on %d keys (%d with unknown outcome, %d wipes, %d dropped as never sent)",
-		total, len(lh.keys), lh.unknown, lh.wipes, lh.dropped)
+	notRepl := ""
+	if lh.notReplicated > 0 {
+		notRepl = fmt.Sprintf(", %d writes WAIT did not confirm taken as indeterminate", lh.notReplicated)
+	}
+	scope := fmt.Sprintf("%d operations on %d keys (%d with unknown outcome%s, %d wipes, %d dropped as never sent)",
+		total, len(lh.keys), lh.unknown, notRepl, lh.wipes, lh.dropped)
 	switch {
 	case len(illegal) > 0:
 		var c collector

@@ -30,7 +30,8 @@ func promotions(events []history.Event) []promotion {
 }
 
 // lostWrite diagnoses a key that has no linearization, on a backend that promoted a replica: it looks
-// for an acknowledged write — a successful acquire, renew or release, with a known reply — whose effect
+// for an acknowledged write — a successful acquire, renew or release, with a known reply, and not a
+// write that WAIT failed to confirm (history.Op.NotReplicated: its outcome is unknown) — whose effect
 // should still have held when the operation no linearization could take (stuck) was called, and which
 // that operation contradicts: after an acquire or renew, another owner acquired the key, the writer's own
 // renew or release found it gone or taken, or a read saw another value; after a release (and no
@@ -47,8 +48,8 @@ func lostWrite(k *keyOps, stuck porcupine.Operation, proms []promotion, ttl time
 	for i := range k.ops {
 		op := &k.ops[i]
 		in, out := op.Input.(leaseInput), op.Output.(leaseOutput)
-		if out.unknown || !out.ok || op.Return >= stuck.Call {
-			continue // not acknowledged before the stuck call
+		if out.unknown || out.notReplicated || !out.ok || op.Return >= stuck.Call {
+			continue // not acknowledged before the stuck call (no reply, or WAIT did not confirm it)
 		}
 		switch in.kind {
 		case history.OpAcquire, history.OpRenew:

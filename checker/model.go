@@ -33,6 +33,9 @@ type leaseOutput struct {
 	unknown bool   // no reply: any outcome is possible, including no effect at all
 	ok      bool   // acquire/renew/release succeeded
 	value   string // what a read returned ("" for no key)
+	// notReplicated: a write answered OK that WAIT did not confirm (history.Op.NotReplicated); unknown
+	// is set too, and the operation keeps its return time.
+	notReplicated bool
 }
 
 // leaseState is one possible state of a key. The exact instant an operation applied is unknown, so the
@@ -57,7 +60,8 @@ type leaseState struct {
 //     holds the key; a release marked AbsentOK also succeeds when the key is absent or expired;
 //   - read returns the owner, or "" when the key is absent or expired;
 //   - a wipe (backend restart with data loss) deletes the key;
-//   - an operation with an unknown outcome may have applied (at any instant after its call) or not.
+//   - an operation with an unknown outcome may have applied (at any instant after its call, or within
+//     its interval when it has a return: a write WAIT did not confirm) or not.
 //
 // It is nondeterministic (an unknown outcome; an expiry either side of an operation's apply instant) and
 // becomes a deterministic Model over sets of states through porcupine's power-set construction.
@@ -228,6 +232,8 @@ func describeLeaseOp(input, output any) string {
 		op = "read()"
 	}
 	switch {
+	case out.notReplicated:
+		return op + " -> ok, not confirmed by WAIT (indeterminate)"
 	case out.unknown:
 		return op + " -> unknown"
 	case in.kind == history.OpRead:

@@ -102,6 +102,13 @@ type Op struct {
 	Value string `json:"value,omitempty"`
 	// Unknown is set when no reply was seen: the operation may or may not have taken effect.
 	Unknown bool `json:"unknown,omitempty"`
+	// NotReplicated is set on a write that was answered (OK) but that the WAIT sent after it in the
+	// same pipeline did not confirm: WAIT reported fewer replicas than it asked for, or failed. It is
+	// set only for the writes the system itself counts as done once WAIT confirms them (see
+	// sim.WaitConfirmer), so the caller did not rely on this one. The node that answered applied it,
+	// but a failover may discard it: the checker treats it as an indeterminate write that may or may
+	// not have happened within [At, End], never as an acknowledged one.
+	NotReplicated bool `json:"not_replicated,omitempty"`
 	// AbsentOK marks a release that also succeeds when the key is already gone (an idempotent release,
 	// as the election's: a re-sent release whose first attempt took effect still answers success).
 	AbsentOK bool `json:"absent_ok,omitempty"`

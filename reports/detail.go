@@ -306,6 +306,8 @@ func describe(e *history.Event) string {
 		switch {
 		case o.Unknown:
 			b.WriteString(" → unknown outcome")
+		case o.OK && o.NotReplicated:
+			b.WriteString(" → ok, not confirmed by WAIT (not counted)")
 		case o.OK:
 			b.WriteString(" → ok")
 		default:

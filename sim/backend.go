@@ -43,6 +43,14 @@ type BackendOptions struct {
 	TimeScale float64
 	// Seed seeds the topology's peer links (their latency jitter).
 	Seed int64
+	// Proxies, when set, is the toxiproxy a topology creates its peer links on (the addresses its nodes
+	// are announced at: replication, the sentinels' pings, the cluster bus), each name prefixed with
+	// PeerPrefix so that runs sharing a toxiproxy-server do not collide. The topology removes the links
+	// it created when it closes; Proxies itself is left to its owner. Nil: a toxiproxy of the
+	// topology's own, in this process, seeded with Seed. A run passes its --toxiproxy server here, so
+	// every link of the run is on it.
+	Proxies    chaos.Proxies
+	PeerPrefix string
 }
 
 // OpenBackend starts or connects to the backend named by spec:
@@ -69,11 +77,11 @@ func OpenBackendWith(ctx context.Context, spec string, o BackendOptions) (Backen
 		if o.TimeScale <= 0 {
 			o.TimeScale = 1
 		}
-		return openSentinel(ctx, o.TimeScale, o.Seed)
+		return openSentinel(ctx, o.TimeScale, o.Seed, o.peerProxies())
 	case spec == TopologyIndependent:
-		return openIndependent(ctx, o.Seed)
+		return openIndependent(ctx, o.Seed, o.peerProxies())
 	case spec == TopologyCluster:
-		return openCluster(ctx, o.Seed)
+		return openCluster(ctx, o.Seed, o.peerProxies())
 	case spec == "" || spec == "auto":
 		if _, ok := redisserver.Available(); ok {
 			return openServer(ctx)

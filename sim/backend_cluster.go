@@ -40,8 +40,11 @@ var (
 	_ chaos.Sharded   = (*clusterBackend)(nil)
 )
 
-func openCluster(ctx context.Context, seed int64) (Backend, error) {
-	proxies := chaos.NewEmbedded(seed)
+func openCluster(ctx context.Context, seed int64, peers chaos.Proxies) (Backend, error) {
+	proxies := peers
+	if proxies == nil {
+		proxies = chaos.NewEmbedded(seed)
+	}
 	c, err := topology.StartCluster(ctx, topology.ClusterOptions{Proxies: proxies})
 	if err != nil {
 		_ = proxies.Close()

@@ -7,6 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/tenurelabs/tenure/chaos"
 	"github.com/tenurelabs/tenure/history"
 	"github.com/tenurelabs/tenure/internal/redisserver"
 	"github.com/tenurelabs/tenure/internal/topology"
@@ -46,8 +47,8 @@ type independentBackend struct {
 
 var _ TopologyBackend = (*independentBackend)(nil)
 
-func openIndependent(ctx context.Context, seed int64) (Backend, error) {
-	t, err := topology.StartIndependent(ctx, topology.IndependentOptions{Seed: seed})
+func openIndependent(ctx context.Context, seed int64, proxies chaos.Proxies) (Backend, error) {
+	t, err := topology.StartIndependent(ctx, topology.IndependentOptions{Seed: seed, Proxies: proxies})
 	if err != nil {
 		if errors.Is(err, redisserver.ErrNoBinary) {
 			return nil, fmt.Errorf("sim: --redis independent runs real redis-server processes: install redis-server (Debian/Ubuntu: apt-get install redis-server; macOS: brew install redis): %w", err)

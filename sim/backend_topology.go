@@ -54,14 +54,36 @@ type sentinelBackend struct {
 
 var _ TopologyBackend = (*sentinelBackend)(nil)
 
-func openSentinel(ctx context.Context, scale float64, seed int64) (Backend, error) {
+// peerProxies is where a topology creates its peer links: nil for a toxiproxy of its own, else
+// Proxies under PeerPrefix, which the topology does not close (their owner does).
+func (o BackendOptions) peerProxies() chaos.Proxies {
+	if o.Proxies == nil {
+		return nil
+	}
+	return borrowedProxies{p: o.Proxies, prefix: o.PeerPrefix}
+}
+
+// borrowedProxies creates links on proxies it does not own, under a name prefix; closing it is a no-op,
+// since the owner closes the proxies (the links themselves are closed by whoever created them).
+type borrowedProxies struct {
+	p      chaos.Proxies
+	prefix string
+}
+
+func (b borrowedProxies) NewLink(name, upstream string) (chaos.Link, error) {
+	return b.p.NewLink(b.prefix+name, upstream)
+}
+
+func (borrowedProxies) Close() error { return nil }
+
+func openSentinel(ctx context.Context, scale float64, seed int64, proxies chaos.Proxies) (Backend, error) {
 	// TENURE_TOPOLOGY_LOGS names a directory that receives the nodes' logs when the run ends (one
 	// sub-directory per run), to see what the sentinels decided.
 	var logDir string
 	if d := os.Getenv("TENURE_TOPOLOGY_LOGS"); d != "" {
 		logDir = filepath.Join(d, fmt.Sprintf("sentinel-%d-%d", seed, time.Now().UnixNano()))
 	}
-	t, err := topology.StartSentinel(ctx, topology.SentinelOptions{TimeScale: scale, Seed: seed, LogDir: logDir})
+	t, err := topology.StartSentinel(ctx, topology.SentinelOptions{TimeScale: scale, Seed: seed, LogDir: logDir, Proxies: proxies})
 	if err != nil {
 		if errors.Is(err, redisserver.ErrNoBinary) {
 			return nil, fmt.Errorf("sim: --redis sentinel runs real redis-server processes: install redis-server (Debian/Ubuntu: apt-get install redis-server; macOS: brew install redis): %w", err)

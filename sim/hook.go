@@ -58,7 +58,7 @@ func (h *recordingHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		at := h.rec.Now()
 		err := next(ctx, cmd)
 		h.wait()
-		if name, counted := h.record(at, h.rec.Now(), cmd, err); counted {
+		if name, counted := h.record(at, h.rec.Now(), cmd, err, false); counted {
 			h.rec.Count(h.instance, name, 1)
 		}
 		return err
@@ -75,13 +75,10 @@ func (h *recordingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redi
 		err := next(ctx, cmds)
 		h.wait()
 		end := h.rec.Now()
+		unconfirmed := unconfirmedByWait(cmds, err)
 		var counted map[string]int64
-		for _, c := range cmds {
-			cerr := c.Err()
-			if cerr == nil && err != nil && !isServerError(err) {
-				cerr = err
-			}
-			if name, ok := h.record(at, end, c, cerr); ok {
+		for i, c := range cmds {
+			if name, ok := h.record(at, end, c, cmdErr(c, err), unconfirmed[i]); ok {
 				if counted == nil {
 					counted = map[string]int64{}
 				}
@@ -95,9 +92,52 @@ func (h *recordingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redi
 	}
 }
 
+// cmdErr is the error of one command of a pipeline whose execution returned err: the command's own, or
+// the pipeline's when that is not an error reply (the connection failed: no reply came back).
+func cmdErr(c redis.Cmder, err error) error {
+	if cerr := c.Err(); cerr != nil || err == nil || isServerError(err) {
+		return cerr
+	}
+	return err
+}
+
+// unconfirmedByWait reports, for each command of a pipeline, whether the first WAIT after it in the
+// pipeline failed to confirm it: WAIT answered fewer replicas than its numreplicas argument, or gave no
+// answer (an error, a timeout). WAIT blocks until every write its connection sent before it has reached
+// numreplicas replicas, and a pipeline is sent on one connection, so it speaks for the writes before it.
+// Commands with no WAIT after them are not judged (false).
+func unconfirmedByWait(cmds []redis.Cmder, err error) []bool {
+	out := make([]bool, len(cmds))
+	short := false // the verdict of the nearest WAIT after the command, scanning backwards
+	for i := len(cmds) - 1; i >= 0; i-- {
+		c := cmds[i]
+		if strings.EqualFold(c.Name(), "wait") {
+			short = waitShort(c, cmdErr(c, err))
+			continue
+		}
+		out[i] = short
+	}
+	return out
+}
+
+// waitShort reports whether a WAIT command answered fewer replicas than it asked for, or no number.
+func waitShort(c redis.Cmder, err error) bool {
+	args := c.Args()
+	if err != nil || len(args) < 2 {
+		return true
+	}
+	want, perr := strconv.ParseInt(fmt.Sprint(args[1]), 10, 64)
+	if perr != nil {
+		return true
+	}
+	got, ok := replyOf(c).(int64)
+	return !ok || got < want
+}
+
 // record adds one command to the history, or reports (name, true) when it is to be counted instead: a
-// read of the system's own bookkeeping (see bookkeeping).
-func (h *recordingHook) record(at, end time.Duration, cmd redis.Cmder, err error) (string, bool) {
+// read of the system's own bookkeeping (see bookkeeping). unconfirmed says that a WAIT after the
+// command in its pipeline did not confirm it (see unconfirmedByWait).
+func (h *recordingHook) record(at, end time.Duration, cmd redis.Cmder, err error, unconfirmed bool) (string, bool) {
 	name := strings.ToLower(cmd.Name())
 	switch name {
 	case "hello", "client", "ping", "select", "auth", "subscribe", "psubscribe", "unsubscribe", "punsubscribe":
@@ -135,10 +175,24 @@ func (h *recordingHook) record(at, end time.Duration, cmd redis.Cmder, err error
 		op.Err = err.Error()
 		ev.End = history.Infinity
 	}
+	if unconfirmed && op.OK && !op.Unknown && h.confirmedByWait(op) {
+		op.NotReplicated = true
+	}
 	ev.Endpoint = endpointOf(op.Key)
 	ev.Op = &op
 	h.rec.Add(ev)
 	return "", false
+}
+
+// confirmedByWait reports whether the system counts op as done only once WAIT confirms it.
+func (h *recordingHook) confirmedByWait(op history.Op) bool {
+	switch op.Kind {
+	case history.OpAcquire, history.OpRenew, history.OpRelease:
+	default:
+		return false
+	}
+	wc, ok := h.classifier.(WaitConfirmer)
+	return ok && wc.ConfirmedByWait(op)
 }
 
 // readOnlyCommands change nothing in Redis.

@@ -50,18 +50,24 @@ type stagedRun struct {
 // shared server the run works in a namespace of its own, deleted at the end.
 func setUp(ctx context.Context, o Options, p planned, td *teardown) (*stagedRun, error) {
 	sc := o.effectiveScenario()
-	backend, err := openRunBackend(ctx, o, p.schedule, td)
-	if err != nil {
-		return nil, err
+	// The run's name for what it creates on shared servers (key namespace, proxy names, PostgreSQL
+	// table). It must be unique among runs that may share a server at the same time, so it is not drawn
+	// from the seed: two runs with one seed would collide. It influences no behaviour.
+	runID := uniqueRunID(sc.Name, o.Seed)
+	linkPrefix := ""
+	if o.Toxiproxy != "" {
+		linkPrefix = "tenure-" + runID + "-" // proxy names must not collide on a shared server
 	}
+	// The proxies first: an external toxiproxy-server also carries a topology's peer links, and the
+	// backend, closed first, stops its processes before their links go.
 	proxies, err := openProxies(o, td)
 	if err != nil {
 		return nil, err
 	}
-	// The run's name for what it creates on shared servers (key namespace, PostgreSQL table). It must be
-	// unique among runs that may share a server at the same time, so it is not drawn from the seed: two
-	// runs with one seed would collide. It influences no behaviour.
-	runID := uniqueRunID(sc.Name, o.Seed)
+	backend, err := openRunBackend(ctx, o, p.schedule, proxies, linkPrefix, td)
+	if err != nil {
+		return nil, err
+	}
 	ns := ""
 	if backend.Shared() {
 		ns = "tenure-" + runID + ":"
@@ -84,9 +90,7 @@ func setUp(ctx context.Context, o Options, p planned, td *teardown) (*stagedRun,
 	if c, ok := o.System.(OpClassifier); ok {
 		r.classifier = c
 	}
-	if o.Toxiproxy != "" {
-		r.linkPrefix = "tenure-" + runID + "-" // proxy names must not collide on a shared server
-	}
+	r.linkPrefix = linkPrefix
 	if pu, ok := o.System.(PostgresUser); ok && pu.UsesPostgres() {
 		pg, err := openPostgres(ctx, o.Postgres, runID)
 		if err != nil {
@@ -108,8 +112,10 @@ func setUp(ctx context.Context, o Options, p planned, td *teardown) (*stagedRun,
 	return &stagedRun{runner: r, p: p, start: start}, nil
 }
 
-// openRunBackend opens the Redis the scenario and its schedule need (see BackendForScenario).
-func openRunBackend(ctx context.Context, o Options, schedule chaos.Schedule, td *teardown) (Backend, error) {
+// openRunBackend opens the Redis the scenario and its schedule need (see BackendForScenario). With an
+// external toxiproxy-server (Options.Toxiproxy) a topology creates its peer links on it too, under
+// linkPrefix, as the instances' links are: every link of the run is then on the server the user named.
+func openRunBackend(ctx context.Context, o Options, schedule chaos.Schedule, proxies chaos.Proxies, linkPrefix string, td *teardown) (Backend, error) {
 	need, err := TopologyNeed(o.System, o.effectiveScenario().Topology)
 	if err != nil {
 		return nil, err
@@ -118,7 +124,11 @@ func openRunBackend(ctx context.Context, o Options, schedule chaos.Schedule, td 
 	if err != nil {
 		return nil, err
 	}
-	backend, err := OpenBackendWith(ctx, spec, BackendOptions{TimeScale: o.TimeScale, Seed: o.Seed})
+	bo := BackendOptions{TimeScale: o.TimeScale, Seed: o.Seed}
+	if o.Toxiproxy != "" {
+		bo.Proxies, bo.PeerPrefix = proxies, linkPrefix
+	}
+	backend, err := OpenBackendWith(ctx, spec, bo)
 	if err != nil {
 		return nil, err
 	}

@@ -132,3 +132,15 @@ type OpClassifier interface {
 type BookkeepingReader interface {
 	BookkeepingRead(args []any) bool
 }
+
+// WaitConfirmer is an optional capability of an OpClassifier whose system follows some of its writes
+// with WAIT numreplicas timeout in the same pipeline and counts such a write only when WAIT answers at
+// least numreplicas (lease.Config.WaitReplicas). ConfirmedByWait names the classified operations the
+// system treats so. The recorder marks such an operation history.Op.NotReplicated when it was answered
+// OK but the first WAIT after it in its pipeline answered fewer replicas than it asked for, or failed.
+// Writes the system counts whatever WAIT says (the classifier answers false) stay acknowledged, and so
+// do all writes of a classifier without this capability, or followed by a WAIT sent on its own (which
+// the recorder cannot tie to a connection).
+type WaitConfirmer interface {
+	ConfirmedByWait(op history.Op) bool
+}

@@ -1,6 +1,7 @@
 package reference
 
 import (
+	"github.com/tenurelabs/tenure/history"
 	"github.com/tenurelabs/tenure/lease"
 	"github.com/tenurelabs/tenure/sim"
 )
@@ -16,4 +17,13 @@ func init() { sim.RegisterHidden(WaitSystemName, func() sim.System { return NewR
 // NewReferenceWait returns the reference with WaitReplicas = replicas, named reference-wait.
 func NewReferenceWait(replicas int) Reference {
 	return Reference{name: WaitSystemName, scripts: lease.ScriptNames(), wait: replicas}
+}
+
+var _ sim.WaitConfirmer = Reference{}
+
+// ConfirmedByWait implements sim.WaitConfirmer: with WaitReplicas set, the reference counts a grant or
+// a renewal only once WAIT reports it on enough replicas (lease/wait.go); its releases, including the
+// release of a stale holding sent in an acquire batch, are counted whatever WAIT says.
+func (r Reference) ConfirmedByWait(op history.Op) bool {
+	return r.wait > 0 && (op.Kind == history.OpAcquire || op.Kind == history.OpRenew)
 }
