@@ -18,13 +18,18 @@ import (
 const ShardSlotsParam = "slots"
 
 // Shard faults are judged by checkShardGaps: a fault that touches some of a Redis Cluster's hash slots
-// gives no reason for an endpoint whose keys live elsewhere to go unpolled. Every gap between
-// successive polls of such an endpoint that overlaps the fault, or the bound after it, is held to the
-// specification's bound (lease TTL + FailoverTolerance: the worst a lost renewal can cost is one lease
-// expiring in Redis before anyone re-acquires it). Endpoints whose keys are in a touched slot are held
-// to the scenario's own bound (Meta.FailoverBound), unless the fault is declared outside the
-// assumptions (a killed primary's unreplicated writes are lost, so its shard's endpoints wait the
-// promotion and the guard it re-arms); then they are not judged here.
+// gives no reason for an endpoint whose keys live elsewhere to stop being polled. Its holder is live
+// and the primary serving its keys answers, so nothing in the specification's failure model lets its
+// lease lapse: it keeps its cadence. Across the fault (from the last poll before it to the first gap
+// that begins more than the specification's bound after its end), each gap between two polls of such
+// an endpoint by one instance is held to PollInterval + FailoverTolerance, counted from the end of the
+// first poll to the start of the next (a holder waits at most the poll interval after a poll; the
+// tolerance is the scheduling on a loaded machine, as in the failover bound), and a change of holder (a
+// handoff, by rebalancing) to the specification's failover bound, lease TTL + FailoverTolerance,
+// between poll starts; so is a gap still open at the end of the run. Endpoints whose keys are in a
+// touched slot are held to the scenario's own bound (Meta.FailoverBound) between poll starts, unless the
+// fault is declared outside the assumptions (a killed primary's unreplicated writes are lost, so its
+// shard's endpoints wait the promotion and the guard it re-arms); then they are not judged here.
 //
 // An endpoint's slots are those of the keys its operations named (Op.Key, hash tags honoured); one
 // without operations in the history is not placed, and not judged.
@@ -116,7 +121,7 @@ func (s shardSummary) String() string {
 	if s.faults == 0 {
 		return ""
 	}
-	out := fmt.Sprintf("; %d shard faults: %d endpoints on untouched slots held to the specification's bound", s.faults, s.healthy)
+	out := fmt.Sprintf("; %d shard faults: %d endpoints on untouched slots held to their cadence (handoffs to the specification's bound)", s.faults, s.healthy)
 	if s.touched > 0 {
 		out += fmt.Sprintf(", %d on touched slots to the scenario's", s.touched)
 	}
@@ -135,6 +140,7 @@ func checkShardGaps(idx *index, c *collector) shardSummary {
 	var sum shardSummary
 	var slotsOf map[string][]int
 	spec := SpecFailoverBound(idx.meta.LeaseTTL)
+	cadence := idx.meta.PollInterval + FailoverTolerance
 	for _, fe := range idx.faults {
 		f := fe.Fault
 		param, ok := f.Params[ShardSlotsParam]
@@ -187,16 +193,39 @@ func checkShardGaps(idx *index, c *collector) shardSummary {
 			if deactivatedWithin(idx, ep, fe.At, end+bound) {
 				continue
 			}
-			g, ok := shardGap(idx, ep, fe.At, end+bound, bound)
+			var g shardGapFound
+			var ok bool
+			if touched {
+				g, ok = shardGap(idx, ep, fe.At, end+bound, func(_, _ *history.Event) (time.Duration, bool) { return bound, false })
+			} else {
+				g, ok = shardGap(idx, ep, fe.At, end+spec, func(prev, next *history.Event) (time.Duration, bool) {
+					if next != nil && next.Instance == prev.Instance {
+						return cadence, true
+					}
+					return spec, false
+				})
+			}
 			if !ok {
 				continue
 			}
+			what := fmt.Sprintf("was not polled for %v (from %v to %v)", g.to-g.from, g.from, g.to)
+			switch {
+			case g.cadence:
+				what = fmt.Sprintf("was not polled by its holder %s for %v after a poll (from its end at %v to %v), over its cadence: poll interval + %v = %v",
+					g.prev.Instance, g.to-g.from, g.from, g.to, FailoverTolerance, g.bound)
+			case g.next != nil && g.next.Instance != g.prev.Instance:
+				what += fmt.Sprintf(", handed over from %s to %s, over the bound %v", g.prev.Instance, g.next.Instance, g.bound)
+			default:
+				what += fmt.Sprintf(", over the bound %v", g.bound)
+			}
 			v := Violation{At: g.from, Endpoint: ep, Events: []int64{fe.Seq, g.prev.Seq}, Instances: []string{g.prev.Instance},
-				Message: fmt.Sprintf("%s %s (%s, slots %s): %s (slot %s, on %s) was not polled for %v (from %v to %v), over the bound %v",
-					f.ID, f.Name, nodeOrAll(node), param, ep, joinInts(slots), where, g.gap, g.from, g.to, bound)}
+				Message: fmt.Sprintf("%s %s (%s, slots %s): %s (slot %s, on %s) %s",
+					f.ID, f.Name, nodeOrAll(node), param, ep, joinInts(slots), where, what)}
 			if g.next != nil {
 				v.Events = append(v.Events, g.next.Seq)
-				v.Instances = append(v.Instances, g.next.Instance)
+				if g.next.Instance != g.prev.Instance {
+					v.Instances = append(v.Instances, g.next.Instance)
+				}
 			}
 			c.add(v)
 		}
@@ -204,10 +233,21 @@ func checkShardGaps(idx *index, c *collector) shardSummary {
 	return sum
 }
 
-// shardGap returns the longest gap between successive polls of ep that reached the resource, counted
-// from the last one at or before from, among those that begin by to, when it exceeds bound. A gap still
-// open at the end of the run counts once the run outlived the bound.
-func shardGap(idx *index, ep string, from, to, bound time.Duration) (gap, bool) {
+// shardGapFound is a gap between two polls of an endpoint (next nil: still open at the run's end)
+// that exceeded its bound, measured from from to to.
+type shardGapFound struct {
+	from, to   time.Duration
+	bound      time.Duration
+	cadence    bool // measured from the end of prev, against its holder's cadence
+	prev, next *history.Event
+}
+
+// shardGap returns the gap between successive polls of ep that reached the resource that most exceeds
+// its bound, among those from the last poll at or before from to the first that begins after to.
+// boundOf gives a gap's bound, and whether it is measured from the end of the first poll (true) or
+// from its start; a gap still open at the end of the run is measured from its start once the run
+// outlived the bound.
+func shardGap(idx *index, ep string, from, to time.Duration, boundOf func(prev, next *history.Event) (time.Duration, bool)) (shardGapFound, bool) {
 	polls := idx.polls[ep]
 	i := sort.Search(len(polls), func(i int) bool { return polls[i].At > from })
 	var prev *history.Event
@@ -218,28 +258,32 @@ func shardGap(idx *index, ep string, from, to, bound time.Duration) (gap, bool) 
 		}
 	}
 	if prev == nil {
-		return gap{}, false // never polled before the fault: nothing was going on to keep going
+		return shardGapFound{}, false // never polled before the fault: nothing was going on to keep going
 	}
-	var worst gap
+	var worst shardGapFound
+	var excess time.Duration
 	for ; prev.At <= to; i++ {
 		for i < len(polls) && !reached(polls[i]) {
 			i++
 		}
-		g := gap{from: prev.At, to: idx.end, prev: prev}
+		g := shardGapFound{from: prev.At, to: idx.end, prev: prev}
 		if i < len(polls) {
 			g.next = polls[i]
 			g.to = g.next.At
 		}
-		g.gap = g.to - g.from
-		if g.gap > bound && g.gap > worst.gap {
-			worst = g
+		g.bound, g.cadence = boundOf(prev, g.next)
+		if g.cadence && prev.End >= prev.At && prev.End != history.Infinity {
+			g.from = prev.End
+		}
+		if e := g.to - g.from - g.bound; e > 0 && e > excess {
+			worst, excess = g, e
 		}
 		if g.next == nil {
 			break
 		}
 		prev = g.next
 	}
-	return worst, worst.gap > 0
+	return worst, excess > 0
 }
 
 func nodeOrAll(node string) string {

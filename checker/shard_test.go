@@ -55,33 +55,54 @@ func TestShardGaps(t *testing.T) {
 			msgs:    []string{"1 shard faults: 2 endpoints on untouched slots", "1 on touched slots not judged"},
 		},
 		{
-			name: "an endpoint of a healthy shard stalls past the TTL",
+			// The defect: the holder's lease lapsed with its renewal, and it took the endpoint back.
+			name: "the holder of an endpoint of a healthy shard stalls",
 			b: shardBase(true).polls("a", "ep-3", 6*s, 20*s, ms(500), 1).
-				polls("b", "ep-2", 9*s+ms(200), 20*s, ms(500), 1).polls("b", "ep-0", 14*s, 20*s, ms(500), 2),
+				polls("b", "ep-2", 8*s+ms(500), 20*s, ms(500), 2).polls("b", "ep-0", 14*s, 20*s, ms(500), 2),
 			outcome: Violated,
 			msgs: []string{"f1 shard-primary-kill (node redis-2, slots 10923-16383): ep-2 (slot 6964, on a shard the fault did not touch) " +
-				"was not polled for 3.68s (from 5.52s to 9.2s), over the bound 3.1s"},
+				"was not polled by its holder b for 2.88s after a poll (from its end at 5.62s to 8.5s), over its cadence: poll interval + 100ms = 600ms"},
 			not: []string{"ep-0", "ep-3 ("},
 		},
 		{
-			name: "a stall within the TTL passes",
+			name: "a holder late by less than the tolerance passes",
 			b: shardBase(true).polls("a", "ep-3", 6*s, 20*s, ms(500), 1).
-				polls("b", "ep-2", 8*s+ms(500), 20*s, ms(500), 1).polls("b", "ep-0", 14*s, 20*s, ms(500), 2),
+				polls("b", "ep-2", 6*s+ms(170), 20*s, ms(500), 1).polls("b", "ep-0", 14*s, 20*s, ms(500), 2),
 			outcome: Pass,
+		},
+		{
+			name: "a holder late by more than the tolerance fails",
+			b: shardBase(true).polls("a", "ep-3", 6*s, 20*s, ms(500), 1).
+				polls("b", "ep-2", 6*s+ms(230), 20*s, ms(500), 1).polls("b", "ep-0", 14*s, 20*s, ms(500), 2),
+			outcome: Violated,
+			msgs:    []string{"ep-2 (slot 6964, on a shard the fault did not touch) was not polled by its holder b for 610ms"},
+		},
+		{
+			name: "a handoff within the TTL passes",
+			b: shardBase(true).polls("a", "ep-3", 6*s, 20*s, ms(500), 1).
+				polls("a", "ep-2", 8*s+ms(500), 20*s, ms(500), 2).polls("b", "ep-0", 14*s, 20*s, ms(500), 2),
+			outcome: Pass,
+		},
+		{
+			name: "a handoff past the TTL fails",
+			b: shardBase(true).polls("a", "ep-3", 6*s, 20*s, ms(500), 1).
+				polls("a", "ep-2", 9*s+ms(200), 20*s, ms(500), 2).polls("b", "ep-0", 14*s, 20*s, ms(500), 2),
+			outcome: Violated,
+			msgs:    []string{"ep-2 (slot 6964, on a shard the fault did not touch) was not polled for 3.68s (from 5.52s to 9.2s), handed over from b to a, over the bound 3.1s"},
 		},
 		{
 			name: "never polled again",
 			b: shardBase(true).polls("a", "ep-3", 6*s, 20*s, ms(500), 1).
 				polls("b", "ep-0", 14*s, 20*s, ms(500), 2),
 			outcome: Violated,
-			msgs:    []string{"ep-2 (slot 6964, on a shard the fault did not touch) was not polled for 14.48s (from 5.52s to 20s)"},
+			msgs:    []string{"ep-2 (slot 6964, on a shard the fault did not touch) was not polled for 14.48s (from 5.52s to 20s), over the bound 3.1s"},
 		},
 		{
 			name: "inside the assumptions the touched shard gets the scenario's bound",
 			b: shardBase(false).polls("a", "ep-3", 6*s, 20*s, ms(500), 1).polls("b", "ep-2", 6*s, 20*s, ms(500), 1).
 				polls("b", "ep-0", 14*s, 20*s, ms(500), 2),
 			outcome: Violated,
-			msgs:    []string{"ep-0 (slot 15222, on a slot the fault touched) was not polled for 8.48s (from 5.52s to 14s), over the bound 5s"},
+			msgs:    []string{"ep-0 (slot 15222, on a slot the fault touched) was not polled for 8.48s (from 5.52s to 14s), handed over from a to b, over the bound 5s"},
 		},
 	}
 	for _, tt := range tests {
