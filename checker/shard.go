@@ -208,11 +208,12 @@ func checkShardGaps(idx *index, c *collector) shardSummary {
 			if !ok {
 				continue
 			}
-			what := fmt.Sprintf("was not polled for %v (from %v to %v)", g.to-g.from, g.from, g.to)
+			r := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
+			what := fmt.Sprintf("was not polled for %v (from %v to %v)", r(g.to-g.from), r(g.from), r(g.to))
 			switch {
 			case g.cadence:
 				what = fmt.Sprintf("was not polled by its holder %s for %v after a poll (from its end at %v to %v), over its cadence: poll interval + %v = %v",
-					g.prev.Instance, g.to-g.from, g.from, g.to, FailoverTolerance, g.bound)
+					g.prev.Instance, r(g.to-g.from), r(g.from), r(g.to), FailoverTolerance, g.bound)
 			case g.next != nil && g.next.Instance != g.prev.Instance:
 				what += fmt.Sprintf(", handed over from %s to %s, over the bound %v", g.prev.Instance, g.next.Instance, g.bound)
 			default:
