@@ -32,7 +32,9 @@ const ShardSlotsParam = "slots"
 // shard's endpoints wait the promotion and the guard it re-arms); then they are not judged here.
 //
 // An endpoint's slots are those of the keys its operations named (Op.Key, hash tags honoured); one
-// without operations in the history is not placed, and not judged.
+// without operations in the history is not placed, and not judged. A shard fault that another fault
+// overlaps (within the bound after it) is not judged this way: a crash, a pause or a partition may
+// explain a stall on any shard, and the failover check judges those.
 
 // slotRange is an inclusive range of hash slots.
 type slotRange struct{ lo, hi int }
@@ -115,13 +117,18 @@ func (idx *index) endpointSlots() map[string][]int {
 // shardSummary counts what checkShardGaps judged, for the failover summary.
 type shardSummary struct {
 	faults, healthy, touched, outside, unplaced int
+	overlapped                                  int // shard faults not judged: another fault overlapped them
 }
 
 func (s shardSummary) String() string {
-	if s.faults == 0 {
-		return ""
+	skipped := ""
+	if s.overlapped > 0 {
+		skipped = fmt.Sprintf("; %d shard faults not judged by shard (another fault overlapped them)", s.overlapped)
 	}
-	out := fmt.Sprintf("; %d shard faults: %d endpoints on untouched slots held to their cadence (handoffs to the specification's bound)", s.faults, s.healthy)
+	if s.faults == 0 {
+		return skipped
+	}
+	out := skipped + fmt.Sprintf("; %d shard faults: %d endpoints on untouched slots held to their cadence (handoffs to the specification's bound)", s.faults, s.healthy)
 	if s.touched > 0 {
 		out += fmt.Sprintf(", %d on touched slots to the scenario's", s.touched)
 	}
@@ -156,12 +163,18 @@ func checkShardGaps(idx *index, c *collector) shardSummary {
 		if slotsOf == nil {
 			slotsOf = idx.endpointSlots()
 		}
-		sum.faults++
 		outside := slices.Contains(idx.meta.Assumptions.Outside, f.Name)
 		end := max(fe.At, fe.End)
 		if fe.End == history.Infinity {
 			end = idx.end
 		}
+		if overlapsOtherFault(idx, fe, fe.At, end+max(spec, idx.meta.FailoverBound)) {
+			// Another fault (a crash, a pause, a partition) may explain a stall on any shard: the
+			// failover check judges that one.
+			sum.overlapped++
+			continue
+		}
+		sum.faults++
 		node := f.Params["node"]
 		if node == "" {
 			node = f.Params["from"]
@@ -232,6 +245,23 @@ func checkShardGaps(idx *index, c *collector) shardSummary {
 		}
 	}
 	return sum
+}
+
+// overlapsOtherFault reports whether a fault other than fe overlaps [from, to].
+func overlapsOtherFault(idx *index, fe *history.Event, from, to time.Duration) bool {
+	for _, g := range idx.faults {
+		if g == fe {
+			continue
+		}
+		end := max(g.End, g.At)
+		if g.End == history.Infinity {
+			end = idx.end
+		}
+		if g.At <= to && end >= from {
+			return true
+		}
+	}
+	return false
 }
 
 // shardGapFound is a gap between two polls of an endpoint (next nil: still open at the run's end)

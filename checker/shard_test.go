@@ -120,6 +120,16 @@ func TestShardGaps(t *testing.T) {
 	}
 }
 
+// Another fault close to the shard fault may explain a stall anywhere: the shard judgment stands aside.
+func TestShardGapsStandAsideForOtherFaults(t *testing.T) {
+	b := shardBase(true).polls("a", "ep-3", 6*time.Second, 20*time.Second, ms(500), 1).
+		polls("b", "ep-2", 8*time.Second+ms(500), 20*time.Second, ms(500), 2).
+		fault("f2", "latency", 7*time.Second, 8*time.Second, false, false, "b")
+	r := resultOf(t, Check(b.build(), Options{}), InvFailover)
+	require.Equal(t, Pass, r.Outcome, allText(r))
+	require.Contains(t, allText(r), "1 shard faults not judged by shard (another fault overlapped them)")
+}
+
 // A history without the slots parameter (recorded before shard faults named them) is not judged this
 // way: the killed shard's extent is unknown.
 func TestShardGapsNeedSlots(t *testing.T) {
