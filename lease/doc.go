@@ -262,12 +262,12 @@
 // fails closed at once, as before, and until a PING to that primary is answered, or the client sees
 // the slot served by another node (a promoted replica), no acquisition, renewal or heartbeat goes
 // there (the fleet registry's entry, which only names candidates, may), and the leases it serves run
-// out at their local deadlines. The other shards' endpoints
-// are renewed and polled throughout (TestClusterPrimaryKillSparesOtherShards). The single layout's
-// bound carries over primary by primary: no write goes to a primary after tf there, so a one-way
-// partition of the instance still lets its heartbeat expire and its endpoints be taken over
-// (TestClusterOneWayPartitionHandsOver); at most one blind acquisition per primary may land before
-// that primary is marked down, and it expires a LeaseTTL later. Calls that name no endpoint's key
+// out at their local deadlines. The other shards' endpoints are renewed and polled throughout
+// (TestClusterPrimaryKillSparesOtherShards). The single layout's bound carries over primary by
+// primary: no write goes to a primary after tf there, so a one-way partition of the instance still
+// lets its heartbeat expire and its endpoints be taken over (TestClusterOneWayPartitionHandsOver); the
+// one batch of acquisitions that may land blind on a primary before it is marked down holds those
+// endpoints for one more LeaseTTL at most. Calls that name no endpoint's key
 // (discovery reads, publishing, the PTTL and guard reads that time a takeover) do not count: they only
 // delay balance or a takeover until their next round.
 //
@@ -282,7 +282,8 @@
 // latest time the guard can end), "start attempt failed" (warn, attributes attempt and retry_in), "renew failed" (warn), "release handoff|target-removed|stopped" (info), "release
 // lost|renew-failed|expired" (warn), "redis link unhealthy" (warn, attribute op: the call that
 // went unanswered) and "redis link healthy again" (info); on Redis Cluster "redis node unreachable"
-// (warn, attributes node and op) and "redis node reachable again" (info, attribute nodes) instead. Config.Observe receives the same belief
+// (warn, attributes node and op) and "redis node reachable again" (info, attribute nodes) instead.
+// Config.Observe receives the same belief
 // changes as Events, plus an EventRenewed for every confirmed renewal that moves a deadline; acquired
 // and renewed events carry the local deadline (Event.Until). Prometheus collectors are registered on Config.Registerer only, labelled
 // instance=<ID>: tenure_lease_held (gauge),
@@ -290,5 +291,6 @@
 // tenure_lease_renewal_failures_total, tenure_lease_releases_total{reason},
 // tenure_lease_handoff_seconds (histogram: from a release notification to taking the released
 // lease), tenure_lease_link_healthy (gauge, 1 or 0; on Redis Cluster 0 while any primary is down),
-// tenure_lease_link_unhealthy_total (transitions to unhealthy; on Redis Cluster, of a primary to down) and tenure_lease_start_retries_total (failed start attempts retried).
+// tenure_lease_link_unhealthy_total (transitions to unhealthy; on Redis Cluster, of a primary to
+// down) and tenure_lease_start_retries_total (failed start attempts retried).
 package lease
