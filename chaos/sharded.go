@@ -20,6 +20,14 @@ type Sharded interface {
 	MigrateEndpoint(ctx context.Context, endpoint string, pause time.Duration) (from, to string, slot int, err error)
 }
 
+// ShardSlots is an optional capability of a Sharded backend: the hash slots served by the primary
+// that serves endpoint's slot, as comma-separated inclusive ranges ("10923-16383"). A fault that
+// kills that primary records them (parameter "slots"), so the checker can tell the endpoints it
+// touched from those it spared.
+type ShardSlots interface {
+	PrimarySlots(ctx context.Context, endpoint string) (string, error)
+}
+
 // ErrNotSharded is wrapped by the cluster faults on a backend that is not a Redis Cluster.
 var ErrNotSharded = fmt.Errorf("%w: the fault needs a Redis Cluster (--redis cluster)", ErrUnsupported)
 
@@ -47,8 +55,18 @@ func (f ShardPrimaryKill) Apply(ctx context.Context, env Env) (func(context.Cont
 	if err != nil {
 		return nil, Applied{}, err
 	}
+	var slots string
+	if ss, ok := s.(ShardSlots); ok {
+		if slots, err = ss.PrimarySlots(ctx, f.Of); err != nil {
+			return nil, Applied{Params: map[string]string{"of": f.Of}}, fmt.Errorf("shard-primary-kill: the slots of %s's primary: %w", f.Of, err)
+		}
+	}
 	node, slot, err := s.KillShardPrimary(ctx, f.Of)
-	return nil, Applied{Params: map[string]string{"of": f.Of, "node": node, "slot": strconv.Itoa(slot)}}, err
+	params := map[string]string{"of": f.Of, "node": node, "slot": strconv.Itoa(slot)}
+	if slots != "" {
+		params["slots"] = slots
+	}
+	return nil, Applied{Params: params}, err
 }
 
 // SlotMigration moves the hash slot of endpoint Of to another shard while its lease is held and
@@ -80,5 +98,6 @@ func (f SlotMigration) Apply(ctx context.Context, env Env) (func(context.Context
 		return nil, Applied{}, err
 	}
 	from, to, slot, err := s.MigrateEndpoint(ctx, f.Of, f.Pause)
-	return nil, Applied{Params: map[string]string{"of": f.Of, "from": from, "to": to, "slot": strconv.Itoa(slot), "pause": ms(f.Pause)}}, err
+	// Only the moved slot's keys change hands: "slots" names it alone.
+	return nil, Applied{Params: map[string]string{"of": f.Of, "from": from, "to": to, "slot": strconv.Itoa(slot), "slots": strconv.Itoa(slot), "pause": ms(f.Pause)}}, err
 }

@@ -66,6 +66,9 @@ func isolating(f *history.Fault) bool {
 // held to Meta.HandoffBound instead when the scenario sets one: a stop that releases hands over in
 // milliseconds, one that leaves its leases to expire a lease TTL later.
 //
+// Shard faults (those that record ShardSlotsParam) are judged by checkShardGaps (shard.go): endpoints
+// whose keys the fault did not touch are held to the specification's bound across it.
+//
 // Scale changes (lifecycle started/stopped) are judged by missed-poll windows: for each endpoint polled
 // before the change, every gap between successive poll starts that overlaps [change, change+bound] must
 // not exceed the bound. Changes within a bound of a non-removing fault (whose own disruption may exceed
@@ -157,6 +160,7 @@ func checkFailover(idx *index, opts Options) (Result, []Failover) {
 		}
 	}
 	gaps := checkScaleGaps(idx, &c)
+	shards := checkShardGaps(idx, &c)
 
 	var lat []time.Duration
 	for _, fo := range out {
@@ -174,6 +178,7 @@ func checkFailover(idx *index, opts Options) (Result, []Failover) {
 		summary += fmt.Sprintf(", and the handoff bound %v for graceful stops (this scenario's own)", hb)
 	}
 	summary += fmt.Sprintf("; %d scale changes checked for missed polls", gaps)
+	summary += shards.String()
 	if unmeasured > 0 {
 		summary += fmt.Sprintf("; %d takeovers not measured because the run ended within the bound", unmeasured)
 	}

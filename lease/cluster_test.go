@@ -152,16 +152,17 @@ type clusterFleet struct {
 	cfg Config
 	log *pollLog
 
-	mu  sync.Mutex
-	ms  map[string]*Manager
-	eps []string
+	mu    sync.Mutex
+	ms    map[string]*Manager
+	links map[string]*topology.ClientLinks
+	eps   []string
 }
 
 func newClusterFleet(t *testing.T, c *topology.Cluster, px chaos.Proxies, eps []string) *clusterFleet {
 	cfg := testConfig()
 	cfg.KeyLayout = LayoutCluster
 	cfg.Targets = StaticTargets(eps)
-	f := &clusterFleet{t: t, c: c, px: px, cfg: cfg, log: newPollLog(20 * time.Millisecond), ms: map[string]*Manager{}, eps: eps}
+	f := &clusterFleet{t: t, c: c, px: px, cfg: cfg, log: newPollLog(20 * time.Millisecond), ms: map[string]*Manager{}, links: map[string]*topology.ClientLinks{}, eps: eps}
 	t.Cleanup(func() {
 		if o := f.log.overlaps(); len(o) > 0 {
 			t.Errorf("overlapping polls by different instances:\n%v", o)
@@ -177,7 +178,12 @@ func (f *clusterFleet) start(id string) *Manager {
 	cfg.Logger = quietLogger()
 	cfg.Poll = f.log.pollFunc(id)
 	cfg.Observe = f.log.observe
-	m, err := New(clusterClient(f.t, f.c, f.px, id), cfg)
+	links, err := f.c.NewClientLinks(f.px, id)
+	require.NoError(f.t, err)
+	f.t.Cleanup(links.Close)
+	cl := f.c.Client(links, &redis.ClusterOptions{ContextTimeoutEnabled: true, MaxRetries: 3, MaxRedirects: 8})
+	f.t.Cleanup(func() { _ = cl.Close() })
+	m, err := New(cl, cfg)
 	require.NoError(f.t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	require.NoError(f.t, m.Start(ctx))
@@ -189,6 +195,7 @@ func (f *clusterFleet) start(id string) *Manager {
 	})
 	f.mu.Lock()
 	f.ms[id] = m
+	f.links[id] = links
 	f.mu.Unlock()
 	return m
 }
@@ -338,4 +345,112 @@ func TestClusterLayoutFreshDatasetGuardsEachEndpoint(t *testing.T) {
 		require.Equal(t, int64(3), c.Exists(context.Background(), k.lease(ep), k.fence(ep), k.epoch(ep)).Val(),
 			"%s: lease, fence and epoch keys in the cluster layout", ep)
 	}
+}
+
+// A shard whose primary is killed must not cost the other shards' endpoints anything: their holders
+// keep renewing them (no loss, no local expiry, no change of holder) while the killed primary's
+// endpoints wait for the promotion. Each shard's renewals go in a pipeline of their own and the
+// killed primary alone is marked down (runGroups, link.go); one pipeline across the shards failed
+// every renewal with the dead node's timeout, and the instance's link as a whole was marked unhealthy.
+func TestClusterPrimaryKillSparesOtherShards(t *testing.T) {
+	c, px := startCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	eps := endpoints(9)
+	f := newClusterFleet(t, c, px, eps)
+	admin := clusterClient(t, c, px, "admin")
+	require.NoError(t, MarkEstablishedEndpoints(ctx, admin, f.cfg.KeyPrefix, eps))
+	for _, id := range []string{"a", "b", "c"} {
+		f.start(id)
+	}
+	require.Eventually(t, f.allHeldOnce, settle, 20*time.Millisecond, "every endpoint acquired once")
+	require.Eventually(t, func() bool {
+		for _, ep := range eps {
+			if len(f.log.renewalsFor(ep)) == 0 {
+				return false
+			}
+		}
+		return true
+	}, settle, 20*time.Millisecond, "every endpoint renewed")
+
+	k := newKeys(f.cfg.KeyPrefix, LayoutCluster)
+	doomed := primaryOf(t, ctx, c, k.lease(eps[0]))
+	var spared []string
+	for _, ep := range eps {
+		if primaryOf(t, ctx, c, k.lease(ep)) != doomed {
+			spared = append(spared, ep)
+		}
+	}
+	require.NotEmpty(t, spared, "some endpoints live on the other shards")
+	before := f.holders()
+	renewed := map[string]int{}
+	for _, ep := range spared {
+		renewed[ep] = len(f.log.renewalsFor(ep))
+	}
+
+	killedAt := time.Now()
+	_, _, err := c.KillPrimary(ctx, k.lease(eps[0]))
+	require.NoError(t, err)
+	t.Logf("failover took %s", time.Since(killedAt).Round(time.Millisecond))
+	require.Eventually(t, f.allHeldOnce, settle+f.cfg.LeaseTTL, 10*time.Millisecond, "every endpoint held again after the promotion")
+	// Two more renewals of each spared endpoint since the kill: the window covers the promotion and
+	// the renewal passes after it.
+	require.Eventually(t, func() bool {
+		for _, ep := range spared {
+			if len(f.log.renewalsFor(ep)) < renewed[ep]+2 {
+				return false
+			}
+		}
+		return true
+	}, settle+2*f.cfg.RenewInterval, 20*time.Millisecond, "the spared endpoints are renewed")
+
+	after := f.holders()
+	for _, ep := range spared {
+		require.Equal(t, before[ep], after[ep], "%s (spared shard) kept its holder", ep)
+		for _, e := range f.log.eventsFor(ep) {
+			if e.At.Before(killedAt) {
+				continue
+			}
+			require.NotEqual(t, EventLost, e.Kind, "%s (spared shard) lost after the kill: %+v", ep, e)
+			require.NotEqual(t, EventExpired, e.Kind, "%s (spared shard) expired after the kill: %+v", ep, e)
+		}
+	}
+	f.tokensIncrease()
+}
+
+// Per-primary link health keeps the single layout's promise under a one-way partition: an instance
+// whose replies are all lost (its requests still land) stops writing to each primary after its first
+// unanswered call there, its heartbeat included, so its heartbeat expires and the others take its
+// endpoints over. Blind heartbeats would keep it alive in the others' eyes, and its endpoints assigned
+// to it, unpolled, for as long as the partition lasted.
+func TestClusterOneWayPartitionHandsOver(t *testing.T) {
+	c, px := startCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	eps := endpoints(6)
+	f := newClusterFleet(t, c, px, eps)
+	admin := clusterClient(t, c, px, "admin")
+	require.NoError(t, MarkEstablishedEndpoints(ctx, admin, f.cfg.KeyPrefix, eps))
+	a := f.start("a")
+	f.start("b")
+	require.Eventually(t, func() bool { return f.allHeldOnce() && len(a.Held()) > 0 }, settle, 20*time.Millisecond,
+		"every endpoint acquired once, some by a")
+
+	cut := time.Now()
+	for _, l := range f.links["a"].Links {
+		require.NoError(t, l.DropReplies())
+	}
+	// a's heartbeat is written at most HeartbeatInterval + OpTimeout after the cut, and expires
+	// HeartbeatTTL later; a's leases expire in Redis within LeaseTTL of its last write.
+	bound := f.cfg.HeartbeatInterval + f.cfg.OpTimeout + max(f.cfg.HeartbeatTTL, f.cfg.LeaseTTL) + f.cfg.LeaseTTL + settle
+	require.Eventually(t, func() bool {
+		h := f.holders()
+		for _, ep := range eps {
+			if !slices.Equal(h[ep], []string{"b"}) {
+				return false
+			}
+		}
+		return true
+	}, bound, 20*time.Millisecond, "b holds every endpoint while a's replies are lost")
+	t.Logf("b held every endpoint %s after the cut", time.Since(cut).Round(time.Millisecond))
 }

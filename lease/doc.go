@@ -251,6 +251,26 @@
 // first failure and 46s after replies stop, even when its requests still reach Redis (one-way
 // partition).
 //
+// Link health on Redis Cluster is judged per primary (a ClusterClient with the cluster layout; see
+// link.go). Every key of an endpoint lies in one slot, so a call left without a reply is blind only
+// about the endpoint it named, on the shard it went to; fencing the whole instance off for it would
+// end the leases of every shard because one shard's primary died. So each batch of acquisitions or
+// renewals is split by the primary serving each endpoint, and each shard's part goes in a pipeline of
+// its own and is settled as soon as its replies are in (a single pipeline across the shards waited
+// for the dead node, and go-redis then failed every command in it with the dead node's timeout,
+// healthy shards' renewals included). A call without a reply marks its primary down: its own lease
+// fails closed at once, as before, and until a PING to that primary is answered, or the client sees
+// the slot served by another node (a promoted replica), no acquisition, renewal or heartbeat goes
+// there (the fleet registry's entry, which only names candidates, may), and the leases it serves run
+// out at their local deadlines. The other shards' endpoints are renewed and polled throughout
+// (TestClusterPrimaryKillSparesOtherShards). The single layout's bound carries over primary by
+// primary: no write goes to a primary after tf there, so a one-way partition of the instance still
+// lets its heartbeat expire and its endpoints be taken over (TestClusterOneWayPartitionHandsOver); the
+// one batch of acquisitions that may land blind on a primary before it is marked down holds those
+// endpoints for one more LeaseTTL at most. Calls that name no endpoint's key
+// (discovery reads, publishing, the PTTL and guard reads that time a takeover) do not count: they only
+// delay balance or a takeover until their next round.
+//
 // Not guaranteed: single polling when the assumptions above fail (use fencing), any bound while Redis
 // is unreachable (polling stops, by design), and balance while instances disagree about the fleet.
 //
@@ -261,13 +281,16 @@
 // (debug), "holding grants until <time>: fresh dataset" (info, once per guard, attribute until: the
 // latest time the guard can end), "start attempt failed" (warn, attributes attempt and retry_in), "renew failed" (warn), "release handoff|target-removed|stopped" (info), "release
 // lost|renew-failed|expired" (warn), "redis link unhealthy" (warn, attribute op: the call that
-// went unanswered) and "redis link healthy again" (info). Config.Observe receives the same belief
+// went unanswered) and "redis link healthy again" (info); on Redis Cluster "redis node unreachable"
+// (warn, attributes node and op) and "redis node reachable again" (info, attribute nodes) instead.
+// Config.Observe receives the same belief
 // changes as Events, plus an EventRenewed for every confirmed renewal that moves a deadline; acquired
 // and renewed events carry the local deadline (Event.Until). Prometheus collectors are registered on Config.Registerer only, labelled
 // instance=<ID>: tenure_lease_held (gauge),
 // tenure_lease_acquisitions_total{result="ok|held|guard|error"},
 // tenure_lease_renewal_failures_total, tenure_lease_releases_total{reason},
 // tenure_lease_handoff_seconds (histogram: from a release notification to taking the released
-// lease), tenure_lease_link_healthy (gauge, 1 or 0), tenure_lease_link_unhealthy_total
-// (transitions to unhealthy) and tenure_lease_start_retries_total (failed start attempts retried).
+// lease), tenure_lease_link_healthy (gauge, 1 or 0; on Redis Cluster 0 while any primary is down),
+// tenure_lease_link_unhealthy_total (transitions to unhealthy; on Redis Cluster, of a primary to
+// down) and tenure_lease_start_retries_total (failed start attempts retried).
 package lease

@@ -2,6 +2,7 @@ package lease
 
 import (
 	"errors"
+	"maps"
 
 	"github.com/redis/go-redis/v9"
 
@@ -18,6 +19,24 @@ import (
 // discovery round (fresh fleet and targets), then the link is healthy again and one renewal pass and
 // one acquire pass are kicked. Releases and Stop's clean-up are still sent while unhealthy: they only
 // delete this instance's own keys, so one that arrives helps the others take over.
+//
+// On Redis Cluster (a ClusterClient with the cluster key layout) the link is judged per primary
+// instead: every key of an endpoint is in one slot, so a call left without a reply is blind only about
+// the endpoint it named, on the shard it went to. An acquire or renewal without a reply marks that
+// call's primary down (runGroups records it); while it is down no acquire or renewal goes to it, and
+// the leases it serves run out at their local deadlines (the renewal that failed has already ended
+// its own, fail closed), while the endpoints of the other shards are renewed, acquired and polled as
+// before. The probe loop PINGs each down primary, bounded by OpTimeout; it is up again when it
+// answers, or when the client finds its slots served by another node (a promoted replica): the
+// instance then writes its heartbeat (held back while its own primary was down), announces itself
+// (the others read its heartbeat at once instead of at their next scan) and kicks a discovery round,
+// a renewal pass and an acquire pass. No write goes to a primary marked down, the heartbeat included:
+// under a one-way partition (requests land, replies are lost) the instance's heartbeat then expires
+// and the others take its endpoints over, as with one primary. The calls that name no
+// endpoint — heartbeat, discovery, publish, the PTTL and guard reads that time a takeover — are not
+// judged at all there: they go to whichever shard holds their key, a failure of one only delays
+// balance or a takeover until its next round, and fencing the whole instance off for it would stop
+// the renewals of every shard (their leases would lapse while their primaries answer).
 
 // linkFailure reports whether err means that no reply came back from Redis. A Redis error reply
 // (including redis.Nil) is a reply and does not count.
@@ -38,8 +57,10 @@ func (m *Manager) linkHealthy() bool {
 
 // noteErr marks the link unhealthy if err, returned by the call named op, is a link failure. Failures
 // caused by the manager's own end (crash or stop) do not count.
+//
+// Per-primary link health (m.cc set) ignores it: see the top of this file and noteBatch.
 func (m *Manager) noteErr(op string, err error) {
-	if !linkFailure(err) || m.runCtx.Err() != nil || m.mut.Has(mutation.NoLinkHealth) {
+	if !linkFailure(err) || m.runCtx.Err() != nil || m.mut.Has(mutation.NoLinkHealth) || m.cc != nil {
 		return
 	}
 	m.mu.Lock()
@@ -54,19 +75,149 @@ func (m *Manager) noteErr(op string, err error) {
 		"instance", m.id, "op", op, "err", err)
 }
 
-// noteBatch applies noteErr to the first link failure among calls.
+// noteBatch applies noteErr to the first link failure among calls; with per-primary link health, it
+// marks down the primary of each call that failed so instead (noteNodeDown).
 func (m *Manager) noteBatch(op string, calls []*scriptCall) {
 	for _, sc := range calls {
-		if linkFailure(sc.err) {
+		if !linkFailure(sc.err) {
+			continue
+		}
+		if m.cc == nil {
 			m.noteErr(op, sc.err)
 			return
 		}
+		if sc.node != "" && len(sc.keys) > 0 {
+			m.noteNodeDown(op, sc.node, sc.keys[0], sc.err)
+		}
 	}
+}
+
+// noteNodeDown marks the primary at addr down after the call named op, on key, ended without a reply.
+func (m *Manager) noteNodeDown(op, addr, key string, err error) {
+	if m.runCtx.Err() != nil || m.mut.Has(mutation.NoLinkHealth) {
+		return
+	}
+	m.mu.Lock()
+	if _, down := m.downNodes[addr]; down || m.state != stateRunning {
+		m.mu.Unlock()
+		return
+	}
+	m.downNodes[addr] = key
+	m.mu.Unlock()
+	m.metrics.setLinkHealthy(false)
+	m.log.Warn("lease: redis node unreachable: no acquire or renewal of its endpoints until a probe is answered",
+		"instance", m.id, "node", addr, "op", op, "err", err)
+}
+
+// onDownNodes returns those of eps whose lease key is served by a primary marked down (per-primary
+// link health; nil otherwise, and when no primary is down). It reads the client's view of the
+// cluster, so it is called without m.mu held.
+func (m *Manager) onDownNodes(eps []string) map[string]bool {
+	if m.cc == nil {
+		return nil
+	}
+	m.mu.Lock()
+	var down map[string]string
+	if len(m.downNodes) > 0 {
+		down = maps.Clone(m.downNodes)
+	}
+	m.mu.Unlock()
+	if down == nil {
+		return nil
+	}
+	octx, cancel := m.opCtx()
+	defer cancel()
+	out := map[string]bool{}
+	for _, ep := range eps {
+		if _, ok := down[nodeOf(octx, m.cc, m.keys.lease(ep))]; ok {
+			out[ep] = true
+		}
+	}
+	return out
+}
+
+// nodeDownFor reports whether key is served by a primary marked down (per-primary link health only).
+// It reads the client's view of the cluster, so it is called without m.mu held.
+func (m *Manager) nodeDownFor(key string) bool {
+	if m.cc == nil {
+		return false
+	}
+	m.mu.Lock()
+	none := len(m.downNodes) == 0
+	m.mu.Unlock()
+	if none {
+		return false
+	}
+	octx, cancel := m.opCtx()
+	defer cancel()
+	at := nodeOf(octx, m.cc, key)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, down := m.downNodes[at]
+	return down
+}
+
+// probeNodes is the probe with per-primary link health: each primary marked down is up again once it
+// answers PING, or once the client sees the slot of the key that failed served by another node.
+func (m *Manager) probeNodes() {
+	m.mu.Lock()
+	if m.state != stateRunning || len(m.downNodes) == 0 {
+		m.mu.Unlock()
+		return
+	}
+	down := maps.Clone(m.downNodes)
+	m.mu.Unlock()
+	var up []string
+	for addr, key := range down {
+		octx, cancel := m.opCtx()
+		cl, err := m.cc.MasterForKey(octx, key)
+		if err == nil && (cl.Options().Addr != addr || cl.Ping(octx).Err() == nil) {
+			up = append(up, addr)
+		}
+		cancel()
+	}
+	if len(up) == 0 {
+		return
+	}
+	m.mu.Lock()
+	if m.state != stateRunning {
+		m.mu.Unlock()
+		return
+	}
+	for _, addr := range up {
+		delete(m.downNodes, addr)
+	}
+	healthy := len(m.downNodes) == 0
+	m.mu.Unlock()
+	if healthy {
+		m.metrics.setLinkHealthy(true)
+	}
+	m.log.Info("lease: redis node reachable again", "instance", m.id, "nodes", up)
+	// As after an unhealthy link: the heartbeat first (it may have been held back, and have expired),
+	// then an announcement, so that the others read it now rather than at their next scan.
+	if !m.nodeDownFor(m.keys.node(m.id)) {
+		m.hbMu.Lock()
+		octx, cancel := m.opCtx()
+		err := m.heartbeat(octx)
+		cancel()
+		m.hbMu.Unlock()
+		if err != nil {
+			m.log.Debug("lease: heartbeat after a probe failed", "instance", m.id, "err", err)
+		}
+	}
+	m.publish("join " + m.id)
+	m.kick(m.discoverKick)
+	m.kick(m.renewKick)
+	m.kick(m.acquireKick)
 }
 
 // probe does nothing while the link is healthy. While it is unhealthy it sends PING and, once a reply
 // arrives, restores normal work in order: heartbeat, discovery, then renewals and acquisitions.
 func (m *Manager) probe() {
+	if m.cc != nil {
+		m.probeNodes()
+		return
+	}
 	m.mu.Lock()
 	if m.state != stateRunning || !m.unhealthy {
 		m.mu.Unlock()

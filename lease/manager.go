@@ -71,11 +71,17 @@ type Manager struct {
 	crashed      bool       // Start's context ended while running: Stop still cleans up
 	cleaned      bool       // Stop's clean-up has run
 	unhealthy    bool       // a call got no reply; no writes until a probe is answered (link.go)
-	boot         string     // nonce prefix, from the clock at Start
-	guardLogged  time.Time  // the fresh-dataset guard last logged ends by then (guardlog.go)
-	attempts     uint64     // acquire attempts so far (nonce suffix)
-	heldCount    int        // holdings whose belief has not ended
-	guardUntil   time.Time  // the fresh-dataset guard refuses every grant until then (guard.go)
+	// cc is the client when it is a ClusterClient and the layout is the cluster one: link health is
+	// then judged per primary (link.go), and downNodes holds the primaries that left a call without a
+	// reply (address -> a key one of those calls named), to which no acquire or renewal is sent until
+	// a probe finds them answering or their slots served by another node.
+	cc          *redis.ClusterClient
+	downNodes   map[string]string
+	boot        string    // nonce prefix, from the clock at Start
+	guardLogged time.Time // the fresh-dataset guard last logged ends by then (guardlog.go)
+	attempts    uint64    // acquire attempts so far (nonce suffix)
+	heldCount   int       // holdings whose belief has not ended
+	guardUntil  time.Time // the fresh-dataset guard refuses every grant until then (guard.go)
 
 	runCtx       context.Context
 	runCancel    context.CancelCauseFunc
@@ -159,6 +165,9 @@ func New(client redis.UniversalClient, cfg Config) (*Manager, error) {
 		wakeKick:     make(chan struct{}, 1),
 		prepareKick:  make(chan struct{}, 1),
 		renewKick:    make(chan struct{}, 1),
+	}
+	if cc, ok := client.(*redis.ClusterClient); ok && m.keys.cluster {
+		m.cc, m.downNodes = cc, map[string]string{}
 	}
 	m.takeover = newAlarm(cfg.Clock, m.acquireKick)
 	m.fleetWake = newAlarm(cfg.Clock, m.wakeKick)
@@ -580,10 +589,17 @@ func (m *Manager) heartbeatTick() {
 	if !ok {
 		return // the probe loop writes the heartbeat once the link answers again
 	}
+	key := m.keys.node(m.id)
+	if m.nodeDownFor(key) {
+		return // per-primary link health: no blind heartbeat to a primary marked down (link.go)
+	}
 	octx, cancel := m.opCtx()
 	defer cancel()
 	if err := m.heartbeat(octx); err != nil && m.runCtx.Err() == nil {
 		m.log.Warn("lease: heartbeat failed", "instance", m.id, "err", err)
+		if m.cc != nil && linkFailure(err) {
+			m.noteNodeDown("heartbeat", nodeOf(octx, m.cc, key), key, err)
+		}
 		m.noteErr("heartbeat", err)
 	}
 }

@@ -179,6 +179,7 @@ func (m *Manager) acquirePass() {
 // and settles the replies, adding the endpoints held by others to refused and those refused by the
 // fresh-dataset guard to guarded. It reports whether the pass may go on (running, link healthy).
 func (m *Manager) acquireSome(eps []string, refused *[]string, guarded *[]string) bool {
+	skip := m.onDownNodes(eps) // per-primary link health: nothing goes to a primary marked down
 	m.mu.Lock()
 	if m.state != stateRunning || (m.unhealthy && !m.mut.Has(mutation.NoLinkHealth)) {
 		m.mu.Unlock()
@@ -187,8 +188,8 @@ func (m *Manager) acquireSome(eps []string, refused *[]string, guarded *[]string
 	var want []string
 	var calls, acq, stale []*scriptCall
 	for _, ep := range eps {
-		if s := m.slots[ep]; !m.assigned[ep] || (s != nil && s.state != epFree) {
-			continue // assigned elsewhere, or acquired or released since the pass began
+		if s := m.slots[ep]; !m.assigned[ep] || (s != nil && s.state != epFree) || skip[ep] {
+			continue // assigned elsewhere, acquired or released since the pass began, or its primary is down
 		}
 		s := m.slotLocked(ep)
 		var st *scriptCall
@@ -205,66 +206,89 @@ func (m *Manager) acquireSome(eps []string, refused *[]string, guarded *[]string
 	if len(want) == 0 {
 		return true
 	}
+	// which[k] is the index in acq of calls[k], -1 for a release of a stale value.
+	which := make([]int, len(calls), len(calls)+len(acq))
+	for k := range which {
+		which[k] = -1
+	}
+	for i := range acq {
+		which = append(which, i)
+	}
 	calls = append(calls, acq...)
 	octx, cancel := m.opCtx()
-	runBatch(octx, m.client, m.clock.Now, calls)
+	// On Redis Cluster each shard's replies are settled as soon as they are in (runGroups).
+	runGroups(octx, m.client, m.clock.Now, calls, func(idx []int) {
+		group := make([]*scriptCall, len(idx))
+		for j, k := range idx {
+			group[j] = calls[k]
+		}
+		m.noteBatch("acquire", group)
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if m.state == stateDone {
+			return // crashed: believe nothing (crash recorded the values in flight)
+		}
+		for _, k := range idx {
+			if i := which[k]; i >= 0 {
+				m.settleAcquireLocked(want[i], acq[i], stale[i], refused, guarded)
+			}
+		}
+	})
 	cancel()
-	m.noteBatch("acquire", calls)
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.state == stateDone {
-		return false // crashed: believe nothing (crash recorded the values in flight)
-	}
-	for i, sc := range acq {
-		ep := want[i]
-		s := m.slots[ep]
-		if s == nil || s.state != epAcquiring {
-			continue
-		}
-		if stale[i] != nil && stale[i].err == nil {
-			s.stale = ""
-		}
-		switch {
-		case sc.err != nil:
-			// The acquire may have landed: its value is stale until released or expired.
-			m.metrics.acquireFailed("error")
-			m.log.Warn("lease: acquire failed", "instance", m.id, "endpoint", ep, "token", 0, "err", sc.err)
-			s.state, s.stale, s.since = epFree, s.value, m.clock.Now()
-		case sc.res == 0:
-			m.metrics.acquireFailed("held")
-			m.log.Debug("lease: acquire failed: held by another instance", "instance", m.id, "endpoint", ep, "token", 0)
-			m.freeLocked(ep, s.stale)
-			*refused = append(*refused, ep)
-		case sc.res < 0:
-			m.metrics.acquireFailed("guard")
-			m.log.Debug("lease: acquire refused: fresh-dataset guard", "instance", m.id, "endpoint", ep, "token", 0)
-			m.noteGuardLocked()
-			m.freeLocked(ep, s.stale)
-			*guarded = append(*guarded, ep)
-		case m.state == stateStopping:
-			// Granted while Stop began: it is ours in Redis, so Stop must release it.
-			s.state = epReleasing
-			m.stopRelease = append(m.stopRelease, &holding{endpoint: ep, value: s.value, token: uint64(sc.res)})
-		default:
-			deadline, ok := m.confirm(time.Time{}, sc)
-			if !ok {
-				m.metrics.acquireFailed("error")
-				m.log.Warn("lease: acquire reply came after its validity ended", "instance", m.id, "endpoint", ep, "token", sc.res)
-				s.state, s.stale, s.since = epFree, s.value, m.clock.Now()
-				continue
-			}
-			m.startHoldingLocked(s, ep, uint64(sc.res), deadline)
-			delete(m.refusedUntil, ep)
-			if at, ok := m.notified[ep]; ok {
-				m.metrics.handoffSeconds(m.clock.Now().Sub(at).Seconds())
-				delete(m.notified, ep)
-			}
-		}
-	}
 	// One epoch guards every endpoint in the single layout, so its refusal ends the pass; in the
 	// cluster layout each endpoint has its own.
 	return m.state == stateRunning && !(m.unhealthy && !m.mut.Has(mutation.NoLinkHealth)) && (len(*guarded) == 0 || m.keys.cluster)
+}
+
+// settleAcquireLocked applies the reply of sc, the acquire of ep (st: the release of its stale value
+// sent before it, or nil). Called with m.mu held.
+func (m *Manager) settleAcquireLocked(ep string, sc, st *scriptCall, refused *[]string, guarded *[]string) {
+	s := m.slots[ep]
+	if s == nil || s.state != epAcquiring {
+		return
+	}
+	if st != nil && st.err == nil {
+		s.stale = ""
+	}
+	switch {
+	case sc.err != nil:
+		// The acquire may have landed: its value is stale until released or expired.
+		m.metrics.acquireFailed("error")
+		m.log.Warn("lease: acquire failed", "instance", m.id, "endpoint", ep, "token", 0, "err", sc.err)
+		s.state, s.stale, s.since = epFree, s.value, m.clock.Now()
+	case sc.res == 0:
+		m.metrics.acquireFailed("held")
+		m.log.Debug("lease: acquire failed: held by another instance", "instance", m.id, "endpoint", ep, "token", 0)
+		m.freeLocked(ep, s.stale)
+		*refused = append(*refused, ep)
+	case sc.res < 0:
+		m.metrics.acquireFailed("guard")
+		m.log.Debug("lease: acquire refused: fresh-dataset guard", "instance", m.id, "endpoint", ep, "token", 0)
+		m.noteGuardLocked()
+		m.freeLocked(ep, s.stale)
+		*guarded = append(*guarded, ep)
+	case m.state == stateStopping:
+		// Granted while Stop began: it is ours in Redis, so Stop must release it.
+		s.state = epReleasing
+		m.stopRelease = append(m.stopRelease, &holding{endpoint: ep, value: s.value, token: uint64(sc.res)})
+	default:
+		deadline, ok := m.confirm(time.Time{}, sc)
+		if !ok {
+			m.metrics.acquireFailed("error")
+			m.log.Warn("lease: acquire reply came after its validity ended", "instance", m.id, "endpoint", ep, "token", sc.res)
+			s.state, s.stale, s.since = epFree, s.value, m.clock.Now()
+			return
+		}
+		m.startHoldingLocked(s, ep, uint64(sc.res), deadline)
+		delete(m.refusedUntil, ep)
+		if at, ok := m.notified[ep]; ok {
+			m.metrics.handoffSeconds(m.clock.Now().Sub(at).Seconds())
+			delete(m.notified, ep)
+		}
+	}
 }
 
 // renewPass renews every held lease, acquireChunk per pipelined round trip. A lease that is confirmed
@@ -308,16 +332,38 @@ func (m *Manager) renewPass() {
 			}
 		}
 		m.mu.Unlock()
+		if m.cc != nil {
+			if skip := m.onDownNodes(endpointsOf(send)); len(skip) > 0 {
+				// Per-primary link health: a lease whose primary is down runs out at its local deadline.
+				send = slices.DeleteFunc(send, func(h *holding) bool { return skip[h.endpoint] })
+			}
+		}
 		calls := make([]*scriptCall, len(send))
 		for i, h := range send {
 			calls[i] = m.renewCall(h.endpoint, h.value)
 		}
 		octx, cancel := m.opCtx()
-		runBatch(octx, m.client, m.clock.Now, calls)
+		// On Redis Cluster each shard's renewals are settled as soon as its replies are in (runGroups).
+		runGroups(octx, m.client, m.clock.Now, calls, func(idx []int) {
+			hs := make([]*holding, len(idx))
+			group := make([]*scriptCall, len(idx))
+			for j, k := range idx {
+				hs[j], group[j] = send[k], calls[k]
+			}
+			m.noteBatch("renew", group)
+			m.settleRenewals(hs, group)
+		})
 		cancel()
-		m.noteBatch("renew", calls)
-		m.settleRenewals(send, calls)
 	}
+}
+
+// endpointsOf lists the endpoints of hs.
+func endpointsOf(hs []*holding) []string {
+	out := make([]string, len(hs))
+	for i, h := range hs {
+		out[i] = h.endpoint
+	}
+	return out
 }
 
 // settleRenewals applies the replies of one renewal round trip: calls[i] renewed hs[i].
@@ -503,7 +549,21 @@ func (m *Manager) opCtxFor(d time.Duration) (context.Context, context.CancelFunc
 }
 
 // heartbeat writes the node key and the fleet registry entry (scale_fleet.go) in one round trip.
+//
+// On Redis Cluster (per-primary link health) the node key and the registry entry may live on two
+// shards: they are sent one after the other, and only the node key's error is returned (it alone says
+// the instance is alive; a registry entry missed is written again by the next heartbeat).
 func (m *Manager) heartbeat(ctx context.Context) error {
+	if m.cc != nil {
+		err := m.client.Set(ctx, m.keys.node(m.id), "1", m.cfg.HeartbeatTTL).Err()
+		if err == nil {
+			z := redis.Z{Score: float64(m.clock.Now().Add(m.cfg.HeartbeatTTL).UnixMilli()), Member: m.id}
+			if zerr := m.client.ZAdd(ctx, m.keys.nodes(), z).Err(); zerr != nil {
+				m.log.Debug("lease: fleet registry entry not written", "instance", m.id, "err", zerr)
+			}
+		}
+		return err
+	}
 	p := m.client.Pipeline()
 	set := m.heartbeatCmds(ctx, p)
 	_, err := p.Exec(ctx)

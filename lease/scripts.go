@@ -5,6 +5,7 @@ import (
 	"embed"
 	"errors"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -173,6 +174,7 @@ type scriptCall struct {
 	// wait, when positive, is Config.WaitReplicas for a grant or renewal: the batch ends with WAIT,
 	// and a write it does not report on wait replicas fails with ErrNotReplicated (wait.go).
 	wait    int
+	node    string    // on a ClusterClient, the primary the call was sent to (runGroups); "" otherwise
 	sent    time.Time // when the request that produced res was sent (on the manager's clock)
 	replied time.Time // when its reply (or failure) came back
 	res     int64
@@ -185,11 +187,95 @@ func isNoScript(err error) bool {
 
 // runBatch sends calls in one pipeline with EVALSHA. Calls that fail with NOSCRIPT (the script cache
 // was emptied, e.g. by a restart) are re-sent with EVAL in a second pipeline. Each call's sent field is
-// the time its answering request was sent, read from now just before the pipeline goes out.
+// the time its answering request was sent, read from now just before the pipeline goes out. On a
+// ClusterClient the calls are sent by shard (see runGroups) and runBatch returns when every shard's
+// group has its replies.
 func runBatch(ctx context.Context, c redis.UniversalClient, now func() time.Time, calls []*scriptCall) {
+	runGroups(ctx, c, now, calls, nil)
+}
+
+// runGroups is runBatch, with settle called for each group of calls as soon as that group's replies
+// are in (idx: the group's indexes in calls, ascending), from the group's own goroutine.
+//
+// On a ClusterClient the calls are grouped by the primary that serves their first key (the cluster
+// layout keeps every key of a call in one slot), and each group goes out in a pipeline of its own, all
+// at once: a shard whose primary is unreachable holds up, and fails, only its own group. One pipeline
+// across the shards would not: go-redis answers it when its last node has, and when it gives up
+// retrying a dead node at the context's end it stamps that error on every command of the pipeline,
+// replies of the healthy shards included. Each call's node field names its group's primary. On any
+// other client there is one group.
+func runGroups(ctx context.Context, c redis.UniversalClient, now func() time.Time, calls []*scriptCall, settle func(idx []int)) {
 	if len(calls) == 0 {
 		return
 	}
+	cc, ok := c.(*redis.ClusterClient)
+	if !ok {
+		runPipeline(ctx, c, now, calls)
+		if settle != nil {
+			settle(allIndexes(len(calls)))
+		}
+		return
+	}
+	groups := byNode(ctx, cc, calls)
+	var wg sync.WaitGroup
+	for _, g := range groups {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			batch := make([]*scriptCall, len(g))
+			for i, k := range g {
+				batch[i] = calls[k]
+			}
+			runPipeline(ctx, c, now, batch)
+			if settle != nil {
+				settle(g)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// byNode groups the indexes of calls by the primary that serves each call's first key, as cc knows
+// the cluster now, and records it in the call's node field. A call whose primary cannot be told goes
+// in a group of its own kind (node ""), which the cluster client routes command by command.
+func byNode(ctx context.Context, cc *redis.ClusterClient, calls []*scriptCall) [][]int {
+	at := map[string]int{}
+	var groups [][]int
+	for i, sc := range calls {
+		sc.node = ""
+		if len(sc.keys) > 0 {
+			sc.node = nodeOf(ctx, cc, sc.keys[0])
+		}
+		g, ok := at[sc.node]
+		if !ok {
+			g = len(groups)
+			at[sc.node] = g
+			groups = append(groups, nil)
+		}
+		groups[g] = append(groups[g], i)
+	}
+	return groups
+}
+
+// nodeOf is the address of the primary that serves key, as cc knows the cluster now ("" if unknown).
+func nodeOf(ctx context.Context, cc *redis.ClusterClient, key string) string {
+	cl, err := cc.MasterForKey(ctx, key)
+	if err != nil || cl == nil {
+		return ""
+	}
+	return cl.Options().Addr
+}
+
+func allIndexes(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+// runPipeline sends calls in one pipeline, as runBatch describes.
+func runPipeline(ctx context.Context, c redis.UniversalClient, now func() time.Time, calls []*scriptCall) {
 	exec := func(useEval bool, batch []*scriptCall) {
 		p := c.Pipeline()
 		cmds := make([]*redis.Cmd, len(batch))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -36,8 +37,9 @@ type clusterBackend struct {
 }
 
 var (
-	_ TopologyBackend = (*clusterBackend)(nil)
-	_ chaos.Sharded   = (*clusterBackend)(nil)
+	_ TopologyBackend  = (*clusterBackend)(nil)
+	_ chaos.Sharded    = (*clusterBackend)(nil)
+	_ chaos.ShardSlots = (*clusterBackend)(nil)
 )
 
 func openCluster(ctx context.Context, seed int64, peers chaos.Proxies) (Backend, error) {
@@ -167,6 +169,36 @@ func (b *clusterBackend) notePromotion(killed *topology.ClusterNode, slot int) {
 // the endpoint's lease, fencing counter and epoch (lease.LayoutCluster).
 func (b *clusterBackend) endpointSlot(ctx context.Context, endpoint string) (int, error) {
 	return b.c.Slot(ctx, "{"+endpoint+"}")
+}
+
+// PrimarySlots implements chaos.ShardSlots: the slot ranges of the shard that serves endpoint, as a
+// live node sees them now.
+func (b *clusterBackend) PrimarySlots(ctx context.Context, endpoint string) (string, error) {
+	slot, err := b.endpointSlot(ctx, endpoint)
+	if err != nil {
+		return "", err
+	}
+	for _, n := range b.c.Members() {
+		if !n.Server.Running() {
+			continue
+		}
+		shards, err := n.Control().ClusterShards(ctx).Result()
+		if err != nil {
+			continue
+		}
+		for _, sh := range shards {
+			var ranges []string
+			served := false
+			for _, r := range sh.Slots {
+				ranges = append(ranges, fmt.Sprintf("%d-%d", r.Start, r.End))
+				served = served || (int(r.Start) <= slot && slot <= int(r.End))
+			}
+			if served {
+				return strings.Join(ranges, ","), nil
+			}
+		}
+	}
+	return "", fmt.Errorf("no live node reports the shard serving slot %d (CLUSTER SHARDS)", slot)
 }
 
 // KillShardPrimary implements chaos.Sharded.

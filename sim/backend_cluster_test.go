@@ -70,6 +70,8 @@ func TestClusterRunWithReference(t *testing.T) {
 		switch {
 		case e.Kind == history.KindFault && e.Fault.Name == "shard-primary-kill":
 			kill, killed = e.At, e.Fault.Params["node"]
+			// The killed primary's slots, for the checker to tell the endpoints it spared.
+			require.Regexp(t, `^\d+-\d+(,\d+-\d+)*$`, e.Fault.Params[checker.ShardSlotsParam])
 		case e.Kind == history.KindNote && strings.HasPrefix(e.Note, history.NotePromotion) && promoted < 0:
 			promoted = e.At
 			require.True(t, strings.HasPrefix(e.Note, history.NotePromotion+killed+" -> "), e.Note)
