@@ -165,10 +165,36 @@ func (b *clusterBackend) notePromotion(killed *topology.ClusterNode, slot int) {
 	}()
 }
 
-// endpointSlot is the hash slot of endpoint's hash tag: where the reference's cluster key layout keeps
-// the endpoint's lease, fencing counter and epoch (lease.LayoutCluster).
+// endpointSlot is the hash slot of the key the system under test keeps endpoint's lease in: the key of
+// its newest recorded acquire or renewal of endpoint, so that a fault aimed at "the shard serving ep-0"
+// hits that shard whatever the system names its keys. Before any such operation (or without a
+// recorder) it is the slot of endpoint's hash tag, where the reference's cluster key layout keeps the
+// endpoint's lease, fencing counter and epoch (lease.LayoutCluster).
 func (b *clusterBackend) endpointSlot(ctx context.Context, endpoint string) (int, error) {
-	return b.c.Slot(ctx, "{"+endpoint+"}")
+	b.mu.Lock()
+	rec := b.rec
+	b.mu.Unlock()
+	key := "{" + endpoint + "}"
+	if rec != nil {
+		if k := leaseKeyOf(rec.Events(), endpoint); k != "" {
+			key = k
+		}
+	}
+	return b.c.Slot(ctx, key)
+}
+
+// leaseKeyOf is the key of the newest acquire or renewal of endpoint in events, or "" if there is none.
+func leaseKeyOf(events []history.Event, endpoint string) string {
+	for i := len(events) - 1; i >= 0; i-- {
+		e := events[i]
+		if e.Op == nil || e.Endpoint != endpoint || e.Op.Key == "" {
+			continue
+		}
+		if e.Op.Kind == history.OpAcquire || e.Op.Kind == history.OpRenew {
+			return e.Op.Key
+		}
+	}
+	return ""
 }
 
 // PrimarySlots implements chaos.ShardSlots: the slot ranges of the shard that serves endpoint, as a
