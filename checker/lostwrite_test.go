@@ -58,3 +58,25 @@ func TestLinearizabilityDiagnosesLostWriteAtPromotion(t *testing.T) {
 	require.Equal(t, Violated, r.Outcome, r.Message)
 	require.Contains(t, r.Violations[0].Message, "lost acknowledged write: release by a")
 }
+
+// The promotion's note can trail the clients: the operation that finds the write gone may have been
+// answered by the new primary a few milliseconds before the harness noted the promotion. The write is
+// still diagnosed as lost by that promotion; a promotion noted long after is not the cause.
+func TestLostWriteDiagnosedWhenThePromotionNoteTrails(t *testing.T) {
+	ttl := time.Second
+	acq, ren := history.OpAcquire, history.OpRenew
+	trailing := func(noteAt time.Duration) *builder {
+		return linOnly().op("a", acq, key, "a", ttl, ms(100), ms(110), true, "").
+			op("a", ren, key, "a", ttl, ms(400), ms(410), true, "").
+			op("b", acq, key, "b", ttl, ms(700), ms(710), true, "").
+			note(history.NotePromotion+"redis-0 -> redis-1", noteAt)
+	}
+	r := resultOf(t, Check(trailing(ms(760)).build(), DefaultOptions()), InvLinearizable)
+	require.Equal(t, Violated, r.Outcome, r.Message)
+	require.Contains(t, r.Violations[0].Message, "lost acknowledged write: renew by a")
+	require.Contains(t, r.Violations[0].Message, "after the promotion redis-0 -> redis-1 at 760ms")
+
+	r = resultOf(t, Check(trailing(ms(710)+promotionNoteLag+ms(50)).build(), DefaultOptions()), InvLinearizable)
+	require.Equal(t, Violated, r.Outcome, r.Message)
+	require.NotContains(t, r.Violations[0].Message, "lost acknowledged write")
+}
