@@ -21,8 +21,8 @@ import (
 // own, one for its client port and one for its cluster bus, and announces them
 // (cluster-announce-ip/port/bus-port): other nodes gossip with it, its replica replicates from it and
 // clients are redirected to it through those proxies, so cutting a node's announced link cuts its
-// replication stream and its redirects, and cutting its bus link isolates it from the failure
-// detector. Clients of the harness get proxies of their own (ClientLinks), one per node, mapped from
+// replication stream and its redirects, and cutting its bus link cuts the gossip the others open to it
+// (not enough to isolate it: see below). Clients of the harness get proxies of their own (ClientLinks), one per node, mapped from
 // the announced addresses by their go-redis Dialer: a fault on one client's link touches no one else.
 //
 // The bus goes through a proxy because Redis 7 lets a node announce its bus port apart from its client
