@@ -22,9 +22,14 @@ const ShardSlotsParam = "slots"
 // and the primary serving its keys answers, so nothing in the specification's failure model lets its
 // lease lapse: it keeps its cadence. Across the fault (from the last poll before it to the first gap
 // that begins more than the specification's bound after its end), each gap between two polls of such
-// an endpoint by one instance is held to PollInterval + FailoverTolerance, counted from the end of the
-// first poll to the start of the next (a holder waits at most the poll interval after a poll; the
-// tolerance is the scheduling on a loaded machine, as in the failover bound), and a change of holder (a
+// an endpoint by one instance, counted from the end of the first poll to the start of the next, is held
+// to its cadence bound (cadenceBound): the poll interval + FailoverTolerance (a holder waits at most the
+// poll interval after a poll; the tolerance is the scheduling on a loaded machine, as in the failover
+// bound), or, for an endpoint whose longest gap between two polls before the fault, by any holders, was
+// longer, that pace and a quarter (a system with a pace of its own, as a baseline that unlocks and locks
+// again between polls, is held to the pace it kept before, not blamed for it); never more than the
+// specification's bound. A gap already over its bound when the fault began is not the fault's doing
+// and is not counted. A change of holder (a
 // handoff, by rebalancing) to the specification's failover bound, lease TTL + FailoverTolerance,
 // between poll starts; so is a gap still open at the end of the run. Endpoints whose keys are in a
 // touched slot are held to the scenario's own bound (Meta.FailoverBound) between poll starts, unless the
@@ -147,7 +152,6 @@ func checkShardGaps(idx *index, c *collector) shardSummary {
 	var sum shardSummary
 	var slotsOf map[string][]int
 	spec := SpecFailoverBound(idx.meta.LeaseTTL)
-	cadence := idx.meta.PollInterval + FailoverTolerance
 	for _, fe := range idx.faults {
 		f := fe.Fault
 		param, ok := f.Params[ShardSlotsParam]
@@ -211,6 +215,7 @@ func checkShardGaps(idx *index, c *collector) shardSummary {
 			if touched {
 				g, ok = shardGap(idx, ep, fe.At, end+bound, func(_, _ *history.Event) (time.Duration, bool) { return bound, false })
 			} else {
+				cadence := cadenceBound(idx.meta.PollInterval, paceBefore(idx, ep, fe.At), spec)
 				g, ok = shardGap(idx, ep, fe.At, end+spec, func(prev, next *history.Event) (time.Duration, bool) {
 					if next != nil && next.Instance == prev.Instance {
 						return cadence, true
@@ -225,8 +230,8 @@ func checkShardGaps(idx *index, c *collector) shardSummary {
 			what := fmt.Sprintf("was not polled for %v (from %v to %v)", r(g.to-g.from), r(g.from), r(g.to))
 			switch {
 			case g.cadence:
-				what = fmt.Sprintf("was not polled by its holder %s for %v after a poll (from its end at %v to %v), over its cadence: poll interval + %v = %v",
-					g.prev.Instance, r(g.to-g.from), r(g.from), r(g.to), FailoverTolerance, g.bound)
+				what = fmt.Sprintf("was not polled by its holder %s for %v after a poll (from its end at %v to %v), over its cadence bound %v",
+					g.prev.Instance, r(g.to-g.from), r(g.from), r(g.to), r(g.bound))
 			case g.next != nil && g.next.Instance != g.prev.Instance:
 				what += fmt.Sprintf(", handed over from %s to %s, over the bound %v", g.prev.Instance, g.next.Instance, g.bound)
 			default:
@@ -306,6 +311,13 @@ func shardGap(idx *index, ep string, from, to time.Duration, boundOf func(prev, 
 		if g.cadence && prev.End >= prev.At && prev.End != history.Infinity {
 			g.from = prev.End
 		}
+		if from-g.from > g.bound { // over its bound before the fault began: not the fault's doing
+			if g.next == nil {
+				break
+			}
+			prev = g.next
+			continue
+		}
 		if e := g.to - g.from - g.bound; e > 0 && e > excess {
 			worst, excess = g, e
 		}
@@ -315,6 +327,40 @@ func shardGap(idx *index, ep string, from, to time.Duration, boundOf func(prev, 
 		prev = g.next
 	}
 	return worst, excess > 0
+}
+
+// cadenceBound is the longest a spared endpoint may go between two polls by one holder: the poll
+// interval + FailoverTolerance; for an endpoint whose pace before the fault was slower, that pace plus a
+// quarter of it (a pace read off the few gaps before the fault is an estimate: a quarter more is a
+// change of pace, not jitter), at least plus FailoverTolerance; never more than the specification's
+// bound.
+func cadenceBound(pollInterval, pace, spec time.Duration) time.Duration {
+	b := pollInterval + FailoverTolerance
+	if pace > pollInterval {
+		b = max(b, pace+max(FailoverTolerance, pace/4))
+	}
+	return min(b, spec)
+}
+
+// paceBefore is the longest gap, end of one poll to start of the next, between successive polls of ep
+// that both reached the resource and ended before the fault at at, whoever made them: a system that
+// releases between polls and locks again, by the same instance or another, has that pace.
+func paceBefore(idx *index, ep string, at time.Duration) time.Duration {
+	var longest time.Duration
+	var prev *history.Event
+	for _, p := range idx.polls[ep] {
+		if !reached(p) {
+			continue
+		}
+		if p.End == history.Infinity || max(p.At, p.End) >= at {
+			break
+		}
+		if prev != nil {
+			longest = max(longest, p.At-max(prev.At, prev.End))
+		}
+		prev = p
+	}
+	return longest
 }
 
 func nodeOrAll(node string) string {
