@@ -97,7 +97,8 @@
 // the endpoint is assigned back before the in-flight poll ends. When a holding ends without a
 // confirmed release (renewal failed, deadline passed, release failed) its value may remain in Redis;
 // the next acquire attempt releases that value (compare-and-delete) just before acquiring, in the
-// same pipeline, so the instance need not wait for it to expire. Renew and release compare the whole
+// same pipeline, so the instance need not wait for it to expire (Stop releases every such value with
+// its leases, so the next owner need not wait either). Renew and release compare the whole
 // holding value, so a late or re-sent renewal or release of one holding never touches another, even
 // one of the same instance.
 //

@@ -314,7 +314,8 @@ func (m *Manager) connectOnce() error {
 }
 
 // Stop shuts the manager down gracefully: no new polls or acquisitions, in-flight polls finish, every
-// lease is released (one pipelined batch), the heartbeat is deleted (after any heartbeat write in
+// lease is released (one pipelined batch, which also releases the values of earlier holdings that may
+// still be in Redis: an acquire or renewal whose reply was lost), the heartbeat is deleted (after any heartbeat write in
 // flight has ended, so it stays deleted) and the fleet is notified so the next owners take over at
 // once. If ctx ends before in-flight polls finish, their contexts are cancelled (cause ErrReleased)
 // and Stop waits for them to return before releasing.
@@ -413,6 +414,7 @@ func (m *Manager) finish(ctx context.Context) error {
 		// As before the fix: release and announce while the background loops (the heartbeat's among
 		// them) still run, and only then end them.
 		m.mu.Lock()
+		m.keepStaleLocked()
 		rel := m.stopRelease
 		m.stopRelease = nil
 		m.mu.Unlock()
@@ -430,10 +432,26 @@ func (m *Manager) finish(ctx context.Context) error {
 	}
 	m.loops.Wait()
 	m.mu.Lock()
+	m.keepStaleLocked()
 	rel := m.stopRelease
 	m.stopRelease = nil
 	m.mu.Unlock()
 	return m.cleanup(ctx, rel, len(rel))
+}
+
+// keepStaleLocked queues for Stop's release batch every stale value: one of our earlier holdings
+// whose renewal or acquire failed without a reply, or whose belief expired, and which may still be
+// the lease in Redis. Nobody polls with it, but until it is released or expires the endpoint's next
+// owner is refused, so leaving it would turn a graceful handoff of milliseconds into a wait of up to
+// one LeaseTTL. The release compares the value, so one that has expired or was replaced is left alone.
+// m.mu must be held.
+func (m *Manager) keepStaleLocked() {
+	for ep, s := range m.slots {
+		if s.state == epFree && s.stale != "" {
+			m.stopRelease = append(m.stopRelease, &holding{endpoint: ep, value: s.stale})
+			s.stale = ""
+		}
+	}
 }
 
 // cleanup deletes the heartbeat, releases rel and announces the stop, bounded by OpTimeout.
@@ -493,6 +511,11 @@ func (m *Manager) dropLocked() {
 			m.stopRelease = append(m.stopRelease, s.h)
 		case s.state == epAcquiring || s.state == epReleasing:
 			m.stopRelease = append(m.stopRelease, &holding{endpoint: ep, value: s.value})
+			if s.stale != "" { // its release was in flight with the acquire
+				m.stopRelease = append(m.stopRelease, &holding{endpoint: ep, value: s.stale})
+			}
+		case s.state == epFree && s.stale != "":
+			m.stopRelease = append(m.stopRelease, &holding{endpoint: ep, value: s.stale}) // see keepStaleLocked
 		}
 		delete(m.slots, ep)
 	}
