@@ -54,7 +54,6 @@ type holding struct {
 	ended    bool          // the belief has ended
 	handoff  string        // non-empty: release after the in-flight poll, with this reason
 	released bool          // the release was already sent (release-before-poll mutant)
-	bump     chan struct{} // the deadline moved
 	wake     chan struct{} // handoff or stop requested
 }
 
@@ -103,7 +102,7 @@ func (m *Manager) startHoldingLocked(s *slot, endpoint string, token uint64, dea
 	ctx, cancel := context.WithCancelCause(context.WithoutCancel(m.runCtx))
 	h := &holding{
 		endpoint: endpoint, value: s.value, token: token, ctx: ctx, cancel: cancel, deadline: deadline,
-		bump: make(chan struct{}, 1), wake: make(chan struct{}, 1),
+		wake: make(chan struct{}, 1),
 	}
 	s.state, s.h, s.stale = epHeld, h, ""
 	m.heldCount++
@@ -154,16 +153,15 @@ func (m *Manager) extendLocked(h *holding, sc *scriptCall) {
 		return
 	}
 	if nd.After(h.deadline) {
-		h.deadline = nd
-		select {
-		case h.bump <- struct{}{}:
-		default:
-		}
+		h.deadline = nd // forward only: the watchdog, armed for the old deadline, reads it then
 		m.emitLocked(EventRenewed, h, ReasonRenewed)
 	}
 }
 
-// watchdog ends the belief when the local validity deadline passes without a confirmed renewal.
+// watchdog ends the belief when the local validity deadline passes without a confirmed renewal. It
+// sleeps until the deadline it last read and then reads it again: a renewal only moves the deadline
+// forward, so the watchdog is never late, and it wakes about once per LeaseTTL rather than at every
+// renewal of every lease (10,000 leases renewed every second are 10,000 wake-ups and timers a second).
 func (m *Manager) watchdog(h *holding) {
 	defer m.polls.Done()
 	for {
@@ -182,8 +180,6 @@ func (m *Manager) watchdog(h *holding) {
 		t := m.clock.NewTimer(left)
 		select {
 		case <-t.C():
-		case <-h.bump:
-			t.Stop()
 		case <-h.ctx.Done():
 			t.Stop()
 			return
@@ -196,6 +192,7 @@ func (m *Manager) watchdog(h *holding) {
 // poll finishes first.
 func (m *Manager) pollLoop(h *holding) {
 	defer m.polls.Done()
+	first := true
 	for {
 		m.mu.Lock()
 		switch {
@@ -231,10 +228,18 @@ func (m *Manager) pollLoop(h *holding) {
 			m.log.Debug("lease: poll failed", "instance", m.id, "endpoint", h.endpoint, "token", h.token, "err", err)
 		}
 
-		// Jittered down by up to 10%, as the other loops are: the holdings a fleet acquires together
-		// (at the end of the fresh-dataset guard, say) would otherwise poll together for as long as they
-		// last, in bursts of every endpoint at once.
-		t := m.clock.NewTimer(m.jitter(m.cfg.PollInterval))
+		// The first poll comes at once (it ends the endpoint's takeover). The wait after it is drawn
+		// from the whole interval, then each wait is jittered down by up to 10%, as the other loops
+		// are: the holdings a fleet acquires together (at the end of the fresh-dataset guard, 10,000
+		// in a few hundred milliseconds) would otherwise poll in bursts of every endpoint at once,
+		// several times over before the 10% jitter spread them, and in those bursts renewals
+		// overran their call bound and failed closed. No wait is longer than PollInterval.
+		wait := m.jitter(m.cfg.PollInterval)
+		if first {
+			first = false
+			wait = m.phase(m.cfg.PollInterval)
+		}
+		t := m.clock.NewTimer(wait)
 		select {
 		case <-t.C():
 		case <-h.wake:

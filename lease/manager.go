@@ -579,6 +579,14 @@ func (m *Manager) jitter(d time.Duration) time.Duration {
 	return d - time.Duration(f*0.1*float64(d))
 }
 
+// phase returns a duration drawn uniformly from (0, d]: a random phase within one period of d.
+func (m *Manager) phase(d time.Duration) time.Duration {
+	m.randMu.Lock()
+	f := m.rand.Float64()
+	m.randMu.Unlock()
+	return d - time.Duration(f*float64(d))
+}
+
 func (m *Manager) kick(ch chan struct{}) {
 	select {
 	case ch <- struct{}{}:
