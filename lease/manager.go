@@ -68,14 +68,16 @@ type Manager struct {
 	// release is announced first (takeover.go).
 	refusedUntil map[string]time.Time
 	stopRelease  []*holding // holdings ended by Stop (or a crash), released in one batch by Stop
-	crashed      bool       // Start's context ended while running: Stop still cleans up
-	cleaned      bool       // Stop's clean-up has run
-	unhealthy    bool       // a call got no reply; no writes until a probe is answered (link.go)
-	boot         string     // nonce prefix, from the clock at Start
-	guardLogged  time.Time  // the fresh-dataset guard last logged ends by then (guardlog.go)
-	attempts     uint64     // acquire attempts so far (nonce suffix)
-	heldCount    int        // holdings whose belief has not ended
-	guardUntil   time.Time  // the fresh-dataset guard refuses every grant until then (guard.go)
+	relMu        sync.Mutex
+	relQueue     []queuedRelease // handoffs waiting for the release loop (holding.go)
+	crashed      bool            // Start's context ended while running: Stop still cleans up
+	cleaned      bool            // Stop's clean-up has run
+	unhealthy    bool            // a call got no reply; no writes until a probe is answered (link.go)
+	boot         string          // nonce prefix, from the clock at Start
+	guardLogged  time.Time       // the fresh-dataset guard last logged ends by then (guardlog.go)
+	attempts     uint64          // acquire attempts so far (nonce suffix)
+	heldCount    int             // holdings whose belief has not ended
+	guardUntil   time.Time       // the fresh-dataset guard refuses every grant until then (guard.go)
 
 	runCtx       context.Context
 	runCancel    context.CancelCauseFunc
@@ -89,6 +91,7 @@ type Manager struct {
 	wakeKick     chan struct{} // fleetWake's: a round that reads only the heartbeats due to expire
 	prepareKick  chan struct{} // prepareWake's: compute the assignment that fleetWake's round may need
 	renewKick    chan struct{}
+	relKick      chan struct{} // the release loop's: releases are queued
 	// takeover fires an acquire pass when a lease that refused this instance expires in Redis;
 	// fleetWake fires a discovery round when the first other instance's heartbeat expires (takeover.go).
 	takeover    *alarm
@@ -159,6 +162,7 @@ func New(client redis.UniversalClient, cfg Config) (*Manager, error) {
 		wakeKick:     make(chan struct{}, 1),
 		prepareKick:  make(chan struct{}, 1),
 		renewKick:    make(chan struct{}, 1),
+		relKick:      make(chan struct{}, 1),
 	}
 	m.takeover = newAlarm(cfg.Clock, m.acquireKick)
 	m.fleetWake = newAlarm(cfg.Clock, m.wakeKick)
@@ -234,7 +238,7 @@ func (m *Manager) Start(ctx context.Context) error {
 	m.mu.Unlock()
 
 	m.metrics.setLinkHealthy(true)
-	m.loops.Add(9)
+	m.loops.Add(10)
 	go func() { defer m.loops.Done(); m.takeover.run(m.runCtx.Done()) }()
 	go func() { defer m.loops.Done(); m.fleetWake.run(m.runCtx.Done()) }()
 	go func() { defer m.loops.Done(); m.prepareWake.run(m.runCtx.Done()) }()
@@ -244,6 +248,7 @@ func (m *Manager) Start(ctx context.Context) error {
 	go m.every(m.cfg.RenewInterval, m.renewKick, m.renewPass)
 	go m.every(m.cfg.RenewInterval/2, nil, m.probe)
 	go m.listen()
+	go m.releaseLoop()
 	m.kick(m.acquireKick)
 	m.log.Info("lease: started", "instance", m.id)
 	return nil
