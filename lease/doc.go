@@ -19,7 +19,8 @@
 // see SessionSource). Each instance computes the same bounded-load rendezvous assignment (see
 // Assign) over the live instances, acquires the endpoints assigned to it, renews all its leases in one
 // pipelined pass per RenewInterval (256 leases per round trip), and polls each held endpoint every
-// PollInterval. A holder that is no longer preferred finishes its in-flight poll, releases, and
+// PollInterval. A holder that is no longer preferred finishes its in-flight poll, releases (the
+// releases of a rebalancing share round trips: those queued while one is in flight go in the next), and
 // announces the release on the <prefix>events pub/sub channel so that the preferred instance acquires within milliseconds. A holder
 // that dies announces nothing: the others read when its heartbeat and its leases expire (PTTL) and act
 // at those moments (see Taking over below).

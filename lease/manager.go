@@ -320,9 +320,9 @@ func (m *Manager) connectOnce() error {
 
 // Stop shuts the manager down gracefully: no new polls or acquisitions, in-flight polls finish, every
 // lease is released (one pipelined batch, which also releases the values of earlier holdings that may
-// still be in Redis: an acquire or renewal whose reply was lost), the heartbeat is deleted (after any heartbeat write in
-// flight has ended, so it stays deleted) and the fleet is notified so the next owners take over at
-// once. If ctx ends before in-flight polls finish, their contexts are cancelled (cause ErrReleased)
+// still be in Redis: an acquire or renewal whose reply was lost), the heartbeat is deleted (after any
+// heartbeat write in flight has ended, so it stays deleted) and the fleet is notified so the next
+// owners take over at once. If ctx ends before in-flight polls finish, their contexts are cancelled (cause ErrReleased)
 // and Stop waits for them to return before releasing.
 //
 // Stop during Start makes Start give up, then cleans up what Start wrote. Stop after Start's context
