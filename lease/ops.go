@@ -76,12 +76,12 @@ func b2i(b bool) int64 {
 	return 0
 }
 
-// acquireChunk is how many endpoints one renewal (or release) round trip carries (acquires: see
-// acquireBatch). A pass over more
-// sends several round trips, one after another: each is bounded by OpTimeout on its own, its
-// confirmations count from its own send time, and its grants are polled as soon as it returns; a fleet
-// that acquires at the same moment (the end of the fresh-dataset guard) has its round trips
-// interleaved by Redis rather than each instance's whole pass queued behind the others'.
+// acquireChunk is how many endpoints one renewal (or release) round trip carries; acquireBatch is
+// the acquire passes' own. A pass over more sends several round trips, one after another: each is
+// bounded by OpTimeout on its own, its confirmations count from its own send time, and its grants are
+// polled as soon as it returns; a fleet that acquires at the same moment (the end of the fresh-dataset
+// guard) has its round trips interleaved by Redis rather than each instance's whole pass queued behind
+// the others'.
 const acquireChunk = 256
 
 // acquireBatch is how many endpoints one round trip of an acquire pass carries: fewer than a renewal
