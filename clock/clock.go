@@ -56,6 +56,18 @@ func (Real) Now() time.Time { return time.Now() }
 // NewTimer wraps time.NewTimer.
 func (Real) NewTimer(d time.Duration) Timer { return realTimer{time.NewTimer(d)} }
 
+// afterFunc runs f in its own goroutine once d has elapsed (time.AfterFunc).
+func (Real) afterFunc(d time.Duration, f func()) (func() bool, bool) {
+	return time.AfterFunc(d, f).Stop, true
+}
+
+// afterFuncer is a clock that can run a function once a duration has elapsed on it, with no
+// goroutine waiting meanwhile; stop prevents the call and reports whether it did. ok is false when
+// the clock cannot (a Drifting clock over a base that cannot). Pausable uses it for its timers.
+type afterFuncer interface {
+	afterFunc(d time.Duration, f func()) (stop func() bool, ok bool)
+}
+
 type realTimer struct{ t *time.Timer }
 
 func (r realTimer) C() <-chan time.Time { return r.t.C }
@@ -119,4 +131,13 @@ func (d *Drifting) localAt(r time.Time) time.Time {
 func (d *Drifting) NewTimer(dur time.Duration) Timer {
 	rate := d.Rate()
 	return d.base.NewTimer(time.Duration(float64(dur) / rate))
+}
+
+// afterFunc is NewTimer's schedule with a function instead of a channel, when the base clock has one.
+func (d *Drifting) afterFunc(dur time.Duration, f func()) (func() bool, bool) {
+	af, ok := d.base.(afterFuncer)
+	if !ok {
+		return nil, false
+	}
+	return af.afterFunc(time.Duration(float64(dur)/d.Rate()), f)
 }

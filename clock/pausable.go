@@ -75,31 +75,57 @@ func (p *Pausable) Now() time.Time {
 }
 
 // NewTimer returns a timer that fires once d has elapsed on the base clock and the clock is not
-// paused. Each pending timer has a goroutine of its own that ends when the timer fires or is stopped.
+// paused. Over Real and Drifting clocks a pending timer is a runtime timer alone (a goroutine waits only
+// for a timer that falls due during a pause); over other clocks each pending timer has a goroutine of
+// its own that ends when the timer fires or is stopped. The harness's instances create tens of thousands
+// of timers a second (one per poll and per renewal of each lease), so a goroutine each is a real share
+// of the CPU the instances under test need.
 func (p *Pausable) NewTimer(d time.Duration) Timer {
-	t := &pausableTimer{c: make(chan time.Time, 1), stop: make(chan struct{}), inner: p.base.NewTimer(d)}
-	go t.run(p)
+	t := &pausableTimer{c: make(chan time.Time, 1), stop: make(chan struct{})}
+	if af, ok := p.base.(afterFuncer); ok {
+		if stop, ok := af.afterFunc(d, func() { t.due(p) }); ok {
+			t.stopInner = stop
+			return t
+		}
+	}
+	inner := p.base.NewTimer(d)
+	t.stopInner = inner.Stop
+	go t.run(p, inner)
 	return t
 }
 
 type pausableTimer struct {
-	c     chan time.Time
-	stop  chan struct{}
-	inner Timer
+	c         chan time.Time
+	stop      chan struct{}
+	stopInner func() bool // stops the base clock's timer
 
 	mu   sync.Mutex
 	done bool // fired or stopped
 }
 
-func (t *pausableTimer) run(p *Pausable) {
+func (t *pausableTimer) run(p *Pausable, inner Timer) {
 	select {
-	case <-t.inner.C():
+	case <-inner.C():
 	case <-t.stop:
 		return
 	}
-	if !p.wait(t.stop) {
+	t.due(p)
+}
+
+// due runs when the base clock's timer fires: it delivers the time, after the pause if one is on.
+func (t *pausableTimer) due(p *Pausable) {
+	if p.Paused() {
+		go func() {
+			if p.wait(t.stop) {
+				t.deliver(p)
+			}
+		}()
 		return
 	}
+	t.deliver(p)
+}
+
+func (t *pausableTimer) deliver(p *Pausable) {
 	now := p.base.Now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -107,7 +133,7 @@ func (t *pausableTimer) run(p *Pausable) {
 		return
 	}
 	t.done = true
-	t.c <- now
+	t.c <- now // buffered, and sent once
 }
 
 func (t *pausableTimer) C() <-chan time.Time { return t.c }
@@ -122,6 +148,6 @@ func (t *pausableTimer) Stop() bool {
 	}
 	t.done = true
 	close(t.stop)
-	t.inner.Stop()
+	t.stopInner()
 	return true
 }

@@ -147,3 +147,35 @@ func TestPausableResumeAndPauseAreIdempotent(t *testing.T) {
 	require.False(t, p.Paused())
 	_ = p.Now()
 }
+
+// Over the real clock (and a drifting one over it) a pending timer has no goroutine of its own; the
+// pause must hold it all the same.
+func TestPausableOverRealClockHoldsTimersDuringPause(t *testing.T) {
+	for name, base := range map[string]clock.Clock{"real": clock.Real{}, "drifting": clock.NewDrifting(clock.Real{}, 1.01)} {
+		t.Run(name, func(t *testing.T) {
+			p := clock.NewPausable(base)
+			running := p.NewTimer(time.Millisecond)
+			select {
+			case <-running.C():
+			case <-time.After(10 * time.Second):
+				t.Fatal("the timer never fired while the clock ran")
+			}
+			require.False(t, running.Stop(), "a fired timer is not pending")
+
+			p.Pause()
+			held := p.NewTimer(time.Millisecond)
+			stopped := p.NewTimer(time.Millisecond)
+			require.Never(t, func() bool { return len(held.C())+len(stopped.C()) > 0 }, quiet, time.Millisecond,
+				"no timer fires during a pause")
+			require.True(t, stopped.Stop(), "a timer held by the pause is still pending")
+			p.Resume()
+			select {
+			case <-held.C():
+			case <-time.After(10 * time.Second):
+				t.Fatal("the timer held by the pause never fired after the resume")
+			}
+			require.Never(t, func() bool { return len(stopped.C()) > 0 }, quiet, time.Millisecond,
+				"a timer stopped during the pause never fires")
+		})
+	}
+}

@@ -19,7 +19,8 @@
 // see SessionSource). Each instance computes the same bounded-load rendezvous assignment (see
 // Assign) over the live instances, acquires the endpoints assigned to it, renews all its leases in one
 // pipelined pass per RenewInterval (256 leases per round trip), and polls each held endpoint every
-// PollInterval. A holder that is no longer preferred finishes its in-flight poll, releases, and
+// PollInterval. A holder that is no longer preferred finishes its in-flight poll, releases (the
+// releases of a rebalancing share round trips: those queued while one is in flight go in the next), and
 // announces the release on the <prefix>events pub/sub channel so that the preferred instance acquires within milliseconds. A holder
 // that dies announces nothing: the others read when its heartbeat and its leases expire (PTTL) and act
 // at those moments (see Taking over below).
@@ -97,7 +98,8 @@
 // the endpoint is assigned back before the in-flight poll ends. When a holding ends without a
 // confirmed release (renewal failed, deadline passed, release failed) its value may remain in Redis;
 // the next acquire attempt releases that value (compare-and-delete) just before acquiring, in the
-// same pipeline, so the instance need not wait for it to expire. Renew and release compare the whole
+// same pipeline, so the instance need not wait for it to expire (Stop releases every such value with
+// its leases, so the next owner need not wait either). Renew and release compare the whole
 // holding value, so a late or re-sent renewal or release of one holding never touches another, even
 // one of the same instance.
 //

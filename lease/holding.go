@@ -54,7 +54,6 @@ type holding struct {
 	ended    bool          // the belief has ended
 	handoff  string        // non-empty: release after the in-flight poll, with this reason
 	released bool          // the release was already sent (release-before-poll mutant)
-	bump     chan struct{} // the deadline moved
 	wake     chan struct{} // handoff or stop requested
 }
 
@@ -103,7 +102,7 @@ func (m *Manager) startHoldingLocked(s *slot, endpoint string, token uint64, dea
 	ctx, cancel := context.WithCancelCause(context.WithoutCancel(m.runCtx))
 	h := &holding{
 		endpoint: endpoint, value: s.value, token: token, ctx: ctx, cancel: cancel, deadline: deadline,
-		bump: make(chan struct{}, 1), wake: make(chan struct{}, 1),
+		wake: make(chan struct{}, 1),
 	}
 	s.state, s.h, s.stale = epHeld, h, ""
 	m.heldCount++
@@ -154,16 +153,15 @@ func (m *Manager) extendLocked(h *holding, sc *scriptCall) {
 		return
 	}
 	if nd.After(h.deadline) {
-		h.deadline = nd
-		select {
-		case h.bump <- struct{}{}:
-		default:
-		}
+		h.deadline = nd // forward only: the watchdog, armed for the old deadline, reads it then
 		m.emitLocked(EventRenewed, h, ReasonRenewed)
 	}
 }
 
-// watchdog ends the belief when the local validity deadline passes without a confirmed renewal.
+// watchdog ends the belief when the local validity deadline passes without a confirmed renewal. It
+// sleeps until the deadline it last read and then reads it again: a renewal only moves the deadline
+// forward, so the watchdog is never late, and it wakes about once per LeaseTTL rather than at every
+// renewal of every lease (10,000 leases renewed every second are 10,000 wake-ups and timers a second).
 func (m *Manager) watchdog(h *holding) {
 	defer m.polls.Done()
 	for {
@@ -182,8 +180,6 @@ func (m *Manager) watchdog(h *holding) {
 		t := m.clock.NewTimer(left)
 		select {
 		case <-t.C():
-		case <-h.bump:
-			t.Stop()
 		case <-h.ctx.Done():
 			t.Stop()
 			return
@@ -196,6 +192,7 @@ func (m *Manager) watchdog(h *holding) {
 // poll finishes first.
 func (m *Manager) pollLoop(h *holding) {
 	defer m.polls.Done()
+	first := true
 	for {
 		m.mu.Lock()
 		switch {
@@ -216,7 +213,7 @@ func (m *Manager) pollLoop(h *holding) {
 			m.endLocked(h, EventReleased, h.handoff, ErrReleased, epReleasing, false)
 			m.mu.Unlock()
 			if !h.released {
-				m.release(h)
+				m.releaseQueued(h)
 			}
 			return
 		case !m.mut.Has(mutation.NoDeadline) && !m.clock.Now().Before(h.deadline):
@@ -231,10 +228,18 @@ func (m *Manager) pollLoop(h *holding) {
 			m.log.Debug("lease: poll failed", "instance", m.id, "endpoint", h.endpoint, "token", h.token, "err", err)
 		}
 
-		// Jittered down by up to 10%, as the other loops are: the holdings a fleet acquires together
-		// (at the end of the fresh-dataset guard, say) would otherwise poll together for as long as they
-		// last, in bursts of every endpoint at once.
-		t := m.clock.NewTimer(m.jitter(m.cfg.PollInterval))
+		// The first poll comes at once (it ends the endpoint's takeover). The wait after it is drawn
+		// from the whole interval, then each wait is jittered down by up to 10%, as the other loops
+		// are: the holdings a fleet acquires together (at the end of the fresh-dataset guard, 10,000
+		// in a few hundred milliseconds) would otherwise poll in bursts of every endpoint at once,
+		// several times over before the 10% jitter spread them, and in those bursts renewals
+		// overran their call bound and failed closed. No wait is longer than PollInterval.
+		wait := m.jitter(m.cfg.PollInterval)
+		if first {
+			first = false
+			wait = m.phase(m.cfg.PollInterval)
+		}
+		t := m.clock.NewTimer(wait)
 		select {
 		case <-t.C():
 		case <-h.wake:
@@ -251,22 +256,98 @@ func (m *Manager) release(h *holding) {
 	if m.runCtx.Err() != nil {
 		return // crashed: send nothing
 	}
-	octx, cancel := m.opCtx()
-	sc := m.releaseCall(h.endpoint, h.value, true)
-	runBatch(octx, m.client, m.clock.Now, []*scriptCall{sc})
-	cancel()
-	if sc.err != nil && m.runCtx.Err() == nil {
-		m.log.Warn("lease: release call failed (the lease will expire)", "instance", m.id, "endpoint", h.endpoint, "token", h.token, "err", sc.err)
-		m.noteErr("release", sc.err)
-	}
-	m.mu.Lock()
-	if s := m.slots[h.endpoint]; s != nil && s.state == epReleasing && s.value == h.value {
-		stale := ""
-		if sc.err != nil {
-			stale = h.value
+	m.releaseAll([]*holding{h})
+}
+
+// releaseAll is release for several holdings, acquireChunk per pipelined round trip.
+func (m *Manager) releaseAll(hs []*holding) {
+	for lo := 0; lo < len(hs); lo += acquireChunk {
+		part := hs[lo:min(lo+acquireChunk, len(hs))]
+		calls := make([]*scriptCall, len(part))
+		for i, h := range part {
+			calls[i] = m.releaseCall(h.endpoint, h.value, true)
 		}
-		m.freeLocked(h.endpoint, stale)
+		octx, cancel := m.opCtx()
+		runBatch(octx, m.client, m.clock.Now, calls)
+		cancel()
+		noted := false
+		for i, sc := range calls {
+			if h := part[i]; sc.err != nil && m.runCtx.Err() == nil {
+				m.log.Warn("lease: release call failed (the lease will expire)", "instance", m.id, "endpoint", h.endpoint, "token", h.token, "err", sc.err)
+				if !noted {
+					m.noteErr("release", sc.err)
+					noted = true
+				}
+			}
+		}
+		m.mu.Lock()
+		for i, sc := range calls {
+			h := part[i]
+			if s := m.slots[h.endpoint]; s != nil && s.state == epReleasing && s.value == h.value {
+				stale := ""
+				if sc.err != nil {
+					stale = h.value
+				}
+				m.freeLocked(h.endpoint, stale)
+			}
+		}
+		m.mu.Unlock()
 	}
-	m.mu.Unlock()
-	m.kick(m.acquireKick) // the endpoint may be ours again
+	m.kick(m.acquireKick) // the endpoints may be ours again
+}
+
+// releaseQueued is release through the manager's release loop, which sends every release queued
+// while its previous round trip was in flight in one pipeline: a rebalancing hands off many endpoints
+// at once (after the fresh-dataset guard, an instance whose view of a starting fleet was incomplete
+// acquired twice its share and hands half of it off within a few polls), and a round trip per
+// endpoint exhausted the connection pool, timed out and took the link down with it. It returns when
+// the release call has returned, or at once after a crash.
+func (m *Manager) releaseQueued(h *holding) {
+	if m.runCtx.Err() != nil {
+		return // crashed: send nothing
+	}
+	done := make(chan struct{})
+	m.relMu.Lock()
+	m.relQueue = append(m.relQueue, queuedRelease{h, done})
+	m.relMu.Unlock()
+	m.kick(m.relKick)
+	select {
+	case <-done:
+	case <-m.runCtx.Done(): // the slot stays releasing: a crash keeps its value for a later Stop
+	}
+}
+
+type queuedRelease struct {
+	h    *holding
+	done chan struct{}
+}
+
+// releaseLoop sends the queued releases until the manager's context ends. Stop ends it only after
+// every poll loop has returned, so every release queued before that is sent.
+func (m *Manager) releaseLoop() {
+	defer m.loops.Done()
+	for {
+		select {
+		case <-m.runCtx.Done():
+			return
+		case <-m.relKick:
+		}
+		for {
+			m.relMu.Lock()
+			q := m.relQueue
+			m.relQueue = nil
+			m.relMu.Unlock()
+			if len(q) == 0 {
+				break
+			}
+			hs := make([]*holding, len(q))
+			for i, r := range q {
+				hs[i] = r.h
+			}
+			m.releaseAll(hs)
+			for _, r := range q {
+				close(r.done)
+			}
+		}
+	}
 }

@@ -68,9 +68,11 @@ type Manager struct {
 	// release is announced first (takeover.go).
 	refusedUntil map[string]time.Time
 	stopRelease  []*holding // holdings ended by Stop (or a crash), released in one batch by Stop
-	crashed      bool       // Start's context ended while running: Stop still cleans up
-	cleaned      bool       // Stop's clean-up has run
-	unhealthy    bool       // a call got no reply; no writes until a probe is answered (link.go)
+	relMu        sync.Mutex
+	relQueue     []queuedRelease // handoffs waiting for the release loop (holding.go)
+	crashed      bool            // Start's context ended while running: Stop still cleans up
+	cleaned      bool            // Stop's clean-up has run
+	unhealthy    bool            // a call got no reply; no writes until a probe is answered (link.go)
 	// cc is the client when it is a ClusterClient and the layout is the cluster one: link health is
 	// then judged per primary (link.go), and downNodes holds the primaries that left a call without a
 	// reply (address -> a key one of those calls named), to which no acquire or renewal is sent until
@@ -95,6 +97,7 @@ type Manager struct {
 	wakeKick     chan struct{} // fleetWake's: a round that reads only the heartbeats due to expire
 	prepareKick  chan struct{} // prepareWake's: compute the assignment that fleetWake's round may need
 	renewKick    chan struct{}
+	relKick      chan struct{} // the release loop's: releases are queued
 	// takeover fires an acquire pass when a lease that refused this instance expires in Redis;
 	// fleetWake fires a discovery round when the first other instance's heartbeat expires (takeover.go).
 	takeover    *alarm
@@ -165,6 +168,7 @@ func New(client redis.UniversalClient, cfg Config) (*Manager, error) {
 		wakeKick:     make(chan struct{}, 1),
 		prepareKick:  make(chan struct{}, 1),
 		renewKick:    make(chan struct{}, 1),
+		relKick:      make(chan struct{}, 1),
 	}
 	if cc, ok := client.(*redis.ClusterClient); ok && m.keys.cluster {
 		m.cc, m.downNodes = cc, map[string]string{}
@@ -243,7 +247,7 @@ func (m *Manager) Start(ctx context.Context) error {
 	m.mu.Unlock()
 
 	m.metrics.setLinkHealthy(true)
-	m.loops.Add(9)
+	m.loops.Add(10)
 	go func() { defer m.loops.Done(); m.takeover.run(m.runCtx.Done()) }()
 	go func() { defer m.loops.Done(); m.fleetWake.run(m.runCtx.Done()) }()
 	go func() { defer m.loops.Done(); m.prepareWake.run(m.runCtx.Done()) }()
@@ -253,6 +257,7 @@ func (m *Manager) Start(ctx context.Context) error {
 	go m.every(m.cfg.RenewInterval, m.renewKick, m.renewPass)
 	go m.every(m.cfg.RenewInterval/2, nil, m.probe)
 	go m.listen()
+	go m.releaseLoop()
 	m.kick(m.acquireKick)
 	m.log.Info("lease: started", "instance", m.id)
 	return nil
@@ -323,9 +328,10 @@ func (m *Manager) connectOnce() error {
 }
 
 // Stop shuts the manager down gracefully: no new polls or acquisitions, in-flight polls finish, every
-// lease is released (one pipelined batch), the heartbeat is deleted (after any heartbeat write in
-// flight has ended, so it stays deleted) and the fleet is notified so the next owners take over at
-// once. If ctx ends before in-flight polls finish, their contexts are cancelled (cause ErrReleased)
+// lease is released (one pipelined batch, which also releases the values of earlier holdings that may
+// still be in Redis: an acquire or renewal whose reply was lost), the heartbeat is deleted (after any
+// heartbeat write in flight has ended, so it stays deleted) and the fleet is notified so the next
+// owners take over at once. If ctx ends before in-flight polls finish, their contexts are cancelled (cause ErrReleased)
 // and Stop waits for them to return before releasing.
 //
 // Stop during Start makes Start give up, then cleans up what Start wrote. Stop after Start's context
@@ -422,6 +428,7 @@ func (m *Manager) finish(ctx context.Context) error {
 		// As before the fix: release and announce while the background loops (the heartbeat's among
 		// them) still run, and only then end them.
 		m.mu.Lock()
+		m.keepStaleLocked()
 		rel := m.stopRelease
 		m.stopRelease = nil
 		m.mu.Unlock()
@@ -439,10 +446,26 @@ func (m *Manager) finish(ctx context.Context) error {
 	}
 	m.loops.Wait()
 	m.mu.Lock()
+	m.keepStaleLocked()
 	rel := m.stopRelease
 	m.stopRelease = nil
 	m.mu.Unlock()
 	return m.cleanup(ctx, rel, len(rel))
+}
+
+// keepStaleLocked queues for Stop's release batch every stale value: one of our earlier holdings
+// whose renewal or acquire failed without a reply, or whose belief expired, and which may still be
+// the lease in Redis. Nobody polls with it, but until it is released or expires the endpoint's next
+// owner is refused, so leaving it would turn a graceful handoff of milliseconds into a wait of up to
+// one LeaseTTL. The release compares the value, so one that has expired or was replaced is left alone.
+// m.mu must be held.
+func (m *Manager) keepStaleLocked() {
+	for ep, s := range m.slots {
+		if s.state == epFree && s.stale != "" {
+			m.stopRelease = append(m.stopRelease, &holding{endpoint: ep, value: s.stale})
+			s.stale = ""
+		}
+	}
 }
 
 // cleanup deletes the heartbeat, releases rel and announces the stop, bounded by OpTimeout.
@@ -502,6 +525,11 @@ func (m *Manager) dropLocked() {
 			m.stopRelease = append(m.stopRelease, s.h)
 		case s.state == epAcquiring || s.state == epReleasing:
 			m.stopRelease = append(m.stopRelease, &holding{endpoint: ep, value: s.value})
+			if s.stale != "" { // its release was in flight with the acquire
+				m.stopRelease = append(m.stopRelease, &holding{endpoint: ep, value: s.stale})
+			}
+		case s.state == epFree && s.stale != "":
+			m.stopRelease = append(m.stopRelease, &holding{endpoint: ep, value: s.stale}) // see keepStaleLocked
 		}
 		delete(m.slots, ep)
 	}
@@ -563,6 +591,14 @@ func (m *Manager) jitter(d time.Duration) time.Duration {
 	f := m.rand.Float64()
 	m.randMu.Unlock()
 	return d - time.Duration(f*0.1*float64(d))
+}
+
+// phase returns a duration drawn uniformly from (0, d]: a random phase within one period of d.
+func (m *Manager) phase(d time.Duration) time.Duration {
+	m.randMu.Lock()
+	f := m.rand.Float64()
+	m.randMu.Unlock()
+	return d - time.Duration(f*float64(d))
 }
 
 func (m *Manager) kick(ch chan struct{}) {
