@@ -240,11 +240,7 @@ func restartedBy(idx *index, start, stop, bound time.Duration) time.Duration {
 			if g.At >= stop || g.At > start+bound || !backendWide(idx, g) {
 				continue
 			}
-			end := max(g.End, g.At)
-			if g.End == history.Infinity {
-				end = idx.end
-			}
-			if end > start { // it began within the bound, or earlier and lasted past start
+			if end := idx.faultEnd(g); end > start { // it began within the bound, or earlier and lasted past start
 				start, changed = end, true
 			}
 		}
@@ -407,18 +403,20 @@ func lastRemovingFault(idx *index, from, to time.Duration) (time.Duration, bool)
 // nearDisruptiveFault reports whether a fault that does not remove instances overlaps [from, to].
 func nearDisruptiveFault(idx *index, from, to time.Duration) bool {
 	for _, f := range idx.faults {
-		if f.Fault.Removes {
-			continue
-		}
-		end := max(f.End, f.At)
-		if f.End == history.Infinity {
-			end = idx.end
-		}
-		if f.At <= to && end >= from {
+		if !f.Fault.Removes && f.At <= to && idx.faultEnd(f) >= from {
 			return true
 		}
 	}
 	return false
+}
+
+// faultEnd is when fault event f ended: its End, its start for an instantaneous fault, and the end of
+// the history for one that never ended.
+func (idx *index) faultEnd(f *history.Event) time.Duration {
+	if f.End == history.Infinity {
+		return idx.end
+	}
+	return max(f.End, f.At)
 }
 
 // percentile returns the p-th percentile (nearest rank) of sorted durations.

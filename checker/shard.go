@@ -168,10 +168,7 @@ func checkShardGaps(idx *index, c *collector) shardSummary {
 			slotsOf = idx.endpointSlots()
 		}
 		outside := slices.Contains(idx.meta.Assumptions.Outside, f.Name)
-		end := max(fe.At, fe.End)
-		if fe.End == history.Infinity {
-			end = idx.end
-		}
+		end := idx.faultEnd(fe)
 		if overlapsOtherFault(idx, fe, fe.At, end+max(spec, idx.meta.FailoverBound)) {
 			// Another fault (a crash, a pause, a partition) may explain a stall on any shard: the
 			// failover check judges that one.
@@ -255,14 +252,7 @@ func checkShardGaps(idx *index, c *collector) shardSummary {
 // overlapsOtherFault reports whether a fault other than fe overlaps [from, to].
 func overlapsOtherFault(idx *index, fe *history.Event, from, to time.Duration) bool {
 	for _, g := range idx.faults {
-		if g == fe {
-			continue
-		}
-		end := max(g.End, g.At)
-		if g.End == history.Infinity {
-			end = idx.end
-		}
-		if g.At <= to && end >= from {
+		if g != fe && g.At <= to && idx.faultEnd(g) >= from {
 			return true
 		}
 	}
