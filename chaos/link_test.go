@@ -3,11 +3,7 @@ package chaos_test
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"os/exec"
-	"path/filepath"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -17,6 +13,7 @@ import (
 	"github.com/tenurelabs/tenure/chaos"
 	"github.com/tenurelabs/tenure/internal/redisserver"
 	"github.com/tenurelabs/tenure/internal/redistest"
+	"github.com/tenurelabs/tenure/internal/toxitest"
 )
 
 // Every link fault against a real redis-server through the embedded toxiproxy.
@@ -33,7 +30,7 @@ func TestEmbeddedLinkFaults(t *testing.T) {
 // over its HTTP API as --toxiproxy URL does.
 func TestRemoteLinkFaults(t *testing.T) {
 	srv := redistest.Start(t)
-	url := startToxiproxyServer(t)
+	url := toxitest.Start(t)
 	proxies, err := chaos.NewRemote(url)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, proxies.Close()) })
@@ -47,29 +44,6 @@ func TestRemoteWithoutServerSaysSo(t *testing.T) {
 	require.NoError(t, err)
 	_, err = chaos.NewRemote(fmt.Sprintf("http://127.0.0.1:%d", port))
 	require.ErrorContains(t, err, "does not answer")
-}
-
-func startToxiproxyServer(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "toxiproxy-server")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/Shopify/toxiproxy/v2/cmd/server").CombinedOutput()
-	require.NoError(t, err, string(out))
-	port, err := redisserver.FreePort()
-	require.NoError(t, err)
-	cmd := exec.Command(bin, "-host", "127.0.0.1", "-port", strconv.Itoa(port))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	url := fmt.Sprintf("http://127.0.0.1:%d", port)
-	require.Eventually(t, func() bool {
-		resp, err := http.Get(url + "/version")
-		if err != nil {
-			return false
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	}, 15*time.Second, 50*time.Millisecond, "toxiproxy-server did not come up")
-	return url
 }
 
 func exerciseLink(t *testing.T, link chaos.Link, redisAddr string) {

@@ -2,15 +2,9 @@ package sim_test
 
 import (
 	"context"
-	"fmt"
-	"net/http"
-	"os/exec"
-	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -19,34 +13,10 @@ import (
 
 	"github.com/tenurelabs/tenure/chaos"
 	"github.com/tenurelabs/tenure/internal/redisserver"
+	"github.com/tenurelabs/tenure/internal/toxitest"
 	"github.com/tenurelabs/tenure/sim"
 	"github.com/tenurelabs/tenure/systems/baselines"
 )
-
-// startToxiproxyServer builds and starts a toxiproxy-server (from the toxiproxy module) on a free port,
-// stopped with the test (and with the test process: Pdeathsig), and returns its URL.
-func startToxiproxyServer(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "toxiproxy-server")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/Shopify/toxiproxy/v2/cmd/server").CombinedOutput()
-	require.NoError(t, err, string(out))
-	port, err := redisserver.FreePort()
-	require.NoError(t, err)
-	cmd := exec.Command(bin, "-host", "127.0.0.1", "-port", strconv.Itoa(port))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	url := fmt.Sprintf("http://127.0.0.1:%d", port)
-	require.Eventually(t, func() bool {
-		resp, err := http.Get(url + "/version")
-		if err != nil {
-			return false
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	}, 30*time.Second, 50*time.Millisecond, "toxiproxy-server did not come up")
-	return url
-}
 
 // listProxies is a fault that only looks: it records the proxies a toxiproxy-server holds, each with
 // the names of its toxics.
@@ -86,7 +56,7 @@ func TestSentinelPeerLinksOnExternalToxiproxy(t *testing.T) {
 	if _, ok := redisserver.Available(); !ok {
 		t.Skip("redis-server not installed")
 	}
-	url := startToxiproxyServer(t)
+	url := toxitest.Start(t)
 	seen := listProxies{url: url, mu: &sync.Mutex{}, got: map[string][]string{}}
 	sc := sim.Scenario{Name: "sentinel-remote-links", Instances: 1, Endpoints: 1, Duration: 40 * time.Second, Topology: sim.TopologySentinel,
 		Steps: chaos.Schedule{
@@ -135,7 +105,7 @@ func TestTopologyPeerLinksOnGivenProxies(t *testing.T) {
 	if _, ok := redisserver.Available(); !ok {
 		t.Skip("redis-server not installed")
 	}
-	url := startToxiproxyServer(t)
+	url := toxitest.Start(t)
 	for _, spec := range []string{sim.TopologyIndependent, sim.TopologyCluster} {
 		t.Run(spec, func(t *testing.T) {
 			remote, err := chaos.NewRemote(url)
