@@ -454,3 +454,53 @@ func TestClusterOneWayPartitionHandsOver(t *testing.T) {
 	}, bound, 20*time.Millisecond, "b holds every endpoint while a's replies are lost")
 	t.Logf("b held every endpoint %s after the cut", time.Since(cut).Round(time.Millisecond))
 }
+
+// Stop's steps are bounded one by one: when the primary that keeps the instance's heartbeat does not
+// answer, the heartbeat delete uses up its OpTimeout, and the releases that follow, bound for other,
+// healthy primaries, still go out. With one bound for the three steps they went out with an expired
+// context, and every lease the instance held stayed in Redis until it expired, refusing its next owner.
+func TestClusterStopReleasesWhenTheHeartbeatPrimaryIsCut(t *testing.T) {
+	c, px := startCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	eps := endpoints(12)
+	f := newClusterFleet(t, c, px, eps)
+	admin := clusterClient(t, c, px, "admin")
+	require.NoError(t, MarkEstablishedEndpoints(ctx, admin, f.cfg.KeyPrefix, eps))
+	k := newKeys(f.cfg.KeyPrefix, LayoutCluster)
+	a := f.start("a")
+	f.start("b")
+	hb := primaryOf(t, ctx, c, k.node("a"))
+	var mine []string // a's endpoints on the other shards
+	require.Eventually(t, func() bool {
+		if !f.allHeldOnce() {
+			return false
+		}
+		mine = mine[:0]
+		for _, ep := range a.Held() {
+			if primaryOf(t, ctx, c, k.lease(ep)) != hb {
+				mine = append(mine, ep)
+			}
+		}
+		return len(mine) > 0
+	}, settle, 20*time.Millisecond, "every endpoint held once, some by a on a shard other than its heartbeat's")
+	values := map[string]string{}
+	for _, ep := range mine {
+		v, err := admin.Get(ctx, k.lease(ep)).Result()
+		require.NoError(t, err)
+		values[ep] = v
+	}
+
+	require.NoError(t, f.links["a"].Links[hb.Link.Addr()].Partition())
+	sctx, scancel := context.WithTimeout(ctx, 5*time.Second)
+	defer scancel()
+	_ = a.Stop(sctx) // the heartbeat delete fails: that is the fault
+	for _, ep := range mine {
+		v, err := admin.Get(ctx, k.lease(ep)).Result()
+		if err == redis.Nil {
+			continue
+		}
+		require.NoError(t, err)
+		require.NotEqual(t, values[ep], v, "%s: a's lease is still in Redis after its Stop returned", ep)
+	}
+}

@@ -468,24 +468,33 @@ func (m *Manager) keepStaleLocked() {
 	}
 }
 
-// cleanup deletes the heartbeat, releases rel and announces the stop, bounded by OpTimeout.
+// cleanup deletes the heartbeat, releases rel and announces the stop, in that order, each step bounded
+// by OpTimeout on its own: a heartbeat delete that gets no reply (its primary is unreachable, on Redis
+// Cluster) must not use up the releases' time, which may go to other, healthy primaries.
 func (m *Manager) cleanup(ctx context.Context, rel []*holding, n int) error {
 	if !m.mut.Has(mutation.StopHeartbeatRewrite) {
 		m.hbMu.Lock() // a heartbeat write in flight ends before the delete
 		m.hbMu.Unlock()
 	}
-	octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.OpTimeout)
-	defer cancel()
+	step := func() (context.Context, context.CancelFunc) {
+		return context.WithTimeout(context.WithoutCancel(ctx), m.cfg.OpTimeout)
+	}
+	octx, cancel := step()
 	err := m.client.Del(octx, m.keys.node(m.id)).Err()
+	cancel()
 	calls := make([]*scriptCall, len(rel))
 	for i, h := range rel {
 		calls[i] = m.releaseCall(h.endpoint, h.value, true)
 	}
+	octx, cancel = step()
 	runBatch(octx, m.client, m.clock.Now, calls)
+	cancel()
 	for _, sc := range calls {
 		err = errors.Join(err, sc.err)
 	}
+	octx, cancel = step()
 	err = errors.Join(err, m.client.Publish(octx, m.keys.channel(), "stop "+m.id).Err())
+	cancel()
 	m.metrics.setHeld(0)
 	m.log.Info("lease: stopped", "instance", m.id, "released", n)
 	if err != nil {
