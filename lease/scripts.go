@@ -237,14 +237,24 @@ func runGroups(ctx context.Context, c redis.UniversalClient, now func() time.Tim
 
 // byNode groups the indexes of calls by the primary that serves each call's first key, as cc knows
 // the cluster now, and records it in the call's node field. A call whose primary cannot be told goes
-// in a group of its own kind (node ""), which the cluster client routes command by command.
+// in a group of its own kind (node ""), which the cluster client routes command by command. The
+// primary is looked up once per hash tag, so calls on one endpoint's keys (the release of a stale value
+// and the acquire queued after it) go in one group, in order, even if the client's view of the
+// cluster changes while the batch is split.
 func byNode(ctx context.Context, cc *redis.ClusterClient, calls []*scriptCall) [][]int {
 	at := map[string]int{}
+	nodes := map[string]string{} // hash tag -> primary
 	var groups [][]int
 	for i, sc := range calls {
 		sc.node = ""
 		if len(sc.keys) > 0 {
-			sc.node = nodeOf(ctx, cc, sc.keys[0])
+			tag := hashTag(sc.keys[0])
+			node, ok := nodes[tag]
+			if !ok {
+				node = nodeOf(ctx, cc, sc.keys[0])
+				nodes[tag] = node
+			}
+			sc.node = node
 		}
 		g, ok := at[sc.node]
 		if !ok {
@@ -255,6 +265,16 @@ func byNode(ctx context.Context, cc *redis.ClusterClient, calls []*scriptCall) [
 		groups[g] = append(groups[g], i)
 	}
 	return groups
+}
+
+// hashTag is the part of key Redis Cluster hashes: the first non-empty {...} section, else the key.
+func hashTag(key string) string {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			return key[i+1 : i+1+j]
+		}
+	}
+	return key
 }
 
 // nodeOf is the address of the primary that serves key, as cc knows the cluster now ("" if unknown).

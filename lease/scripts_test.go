@@ -166,3 +166,20 @@ func TestScriptsHoldingsOfOneInstanceAreDistinct(t *testing.T) {
 	require.EqualValues(t, 1, e.release("a:1", "x"))
 	require.Greater(t, e.acquire("a:2", "x", time.Second), tok)
 }
+
+// The primary of a call is looked up by the part of its key Redis Cluster hashes, so one endpoint's
+// keys share one lookup: the cluster layout's lease, fencing and epoch keys carry the endpoint's tag.
+func TestHashTagAsRedisClusterHashesIt(t *testing.T) {
+	k := newKeys("poll:", LayoutCluster)
+	require.Equal(t, "ep-1", hashTag(k.lease("ep-1")))
+	require.Equal(t, hashTag(k.lease("ep-1")), hashTag(k.epoch("ep-1")))
+	for key, want := range map[string]string{
+		"plain":        "plain",
+		"a{b}c{d}":     "b",
+		"foo{}{bar}":   "foo{}{bar}", // an empty first tag: the whole key is hashed
+		"foo{bar":      "foo{bar",
+		"{user1000}.x": "user1000",
+	} {
+		require.Equal(t, want, hashTag(key), key)
+	}
+}
