@@ -273,6 +273,12 @@
 // (discovery reads, publishing, the PTTL and guard reads that time a takeover) do not count: they only
 // delay balance or a takeover until their next round.
 //
+// The price: an instance cut off from one primary only, while its heartbeat lives on another shard it
+// still reaches, stays live in the fleet's eyes, so the endpoints of the unreachable shard that the
+// assignment gives it are polled by nobody until the cut heals or its slots move (a partition of the
+// whole instance hands over as in the single layout). Telling that cut from the death of the primary,
+// which every instance sees and the cluster answers with a promotion, is not done.
+//
 // Not guaranteed: single polling when the assumptions above fail (use fencing), any bound while Redis
 // is unreachable (polling stops, by design), and balance while instances disagree about the fleet.
 //
