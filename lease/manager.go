@@ -468,9 +468,12 @@ func (m *Manager) keepStaleLocked() {
 	}
 }
 
-// cleanup deletes the heartbeat, releases rel and announces the stop, in that order, each step bounded
-// by OpTimeout on its own: a heartbeat delete that gets no reply (its primary is unreachable, on Redis
-// Cluster) must not use up the releases' time, which may go to other, healthy primaries.
+// cleanup deletes the heartbeat and releases rel, side by side, then announces the stop: each step
+// bounded by OpTimeout on its own, so Stop's clean-up takes at most two OpTimeouts. Side by side,
+// because on Redis Cluster the heartbeat may live on a primary that does not answer, and a delete
+// waiting for it must not use up the time of the releases, which go to other primaries. The
+// announcement comes last: it is what makes the others count this instance out, and by then its
+// leases are released and its heartbeat gone (or their calls have failed).
 func (m *Manager) cleanup(ctx context.Context, rel []*holding, n int) error {
 	if !m.mut.Has(mutation.StopHeartbeatRewrite) {
 		m.hbMu.Lock() // a heartbeat write in flight ends before the delete
@@ -479,16 +482,23 @@ func (m *Manager) cleanup(ctx context.Context, rel []*holding, n int) error {
 	step := func() (context.Context, context.CancelFunc) {
 		return context.WithTimeout(context.WithoutCancel(ctx), m.cfg.OpTimeout)
 	}
-	octx, cancel := step()
-	err := m.client.Del(octx, m.keys.node(m.id)).Err()
-	cancel()
+	var delErr error
+	deleted := make(chan struct{})
+	go func() {
+		defer close(deleted)
+		octx, cancel := step()
+		defer cancel()
+		delErr = m.client.Del(octx, m.keys.node(m.id)).Err()
+	}()
 	calls := make([]*scriptCall, len(rel))
 	for i, h := range rel {
 		calls[i] = m.releaseCall(h.endpoint, h.value, true)
 	}
-	octx, cancel = step()
+	octx, cancel := step()
 	runBatch(octx, m.client, m.clock.Now, calls)
 	cancel()
+	<-deleted
+	err := delErr
 	for _, sc := range calls {
 		err = errors.Join(err, sc.err)
 	}
