@@ -140,7 +140,21 @@ func StartCluster(ctx context.Context, opts ClusterOptions) (*Cluster, error) {
 	return c, nil
 }
 
+// startNode starts node i on free ports. Its client and bus ports are probed free and then bound by
+// redis-server: another process (a parallel test package) can take one in between, so a start that
+// fails to bind is tried again on new ports, a few times.
 func (c *Cluster) startNode(i int) (*ClusterNode, error) {
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		var n *ClusterNode
+		if n, err = c.startNodeOnce(i); err == nil || !strings.Contains(err.Error(), "Address already in use") {
+			return n, err
+		}
+	}
+	return nil, err
+}
+
+func (c *Cluster) startNodeOnce(i int) (*ClusterNode, error) {
 	port, err := redisserver.FreePort()
 	if err != nil {
 		return nil, err
