@@ -322,14 +322,7 @@ func checkScaleGaps(idx *index, c *collector) int {
 				continue
 			}
 			polls := idx.polls[ep]
-			i := sort.Search(len(polls), func(i int) bool { return polls[i].At > t })
-			var prev *history.Event
-			for j := i - 1; j >= 0; j-- {
-				if reached(polls[j]) {
-					prev = polls[j]
-					break
-				}
-			}
+			prev, i := lastReachedBy(polls, t)
 			if prev == nil {
 				continue // never polled before the change: a first acquisition, not a handoff
 			}
@@ -437,4 +430,16 @@ func (idx *index) pausedAt(targets map[string]bool, from, to time.Duration) (tim
 		}
 	}
 	return 0, false
+}
+
+// lastReachedBy returns the last of polls (sorted by start) that began at or before t and reached the
+// resource, or nil, and the index of the first poll that began after t.
+func lastReachedBy(polls []*history.Event, t time.Duration) (*history.Event, int) {
+	i := sort.Search(len(polls), func(i int) bool { return polls[i].At > t })
+	for j := i - 1; j >= 0; j-- {
+		if reached(polls[j]) {
+			return polls[j], i
+		}
+	}
+	return nil, i
 }

@@ -3,7 +3,6 @@ package checker
 import (
 	"fmt"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -275,14 +274,7 @@ type shardGapFound struct {
 // outlived the bound.
 func shardGap(idx *index, ep string, from, to time.Duration, boundOf func(prev, next *history.Event) (time.Duration, bool)) (shardGapFound, bool) {
 	polls := idx.polls[ep]
-	i := sort.Search(len(polls), func(i int) bool { return polls[i].At > from })
-	var prev *history.Event
-	for j := i - 1; j >= 0; j-- {
-		if reached(polls[j]) {
-			prev = polls[j]
-			break
-		}
-	}
+	prev, i := lastReachedBy(polls, from)
 	if prev == nil {
 		return shardGapFound{}, false // never polled before the fault: nothing was going on to keep going
 	}
