@@ -7,6 +7,7 @@ import (
 	"math/rand"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -181,6 +182,14 @@ type action struct {
 // when ctx ends — then every open fault is ended at once (with a fresh context) before Run returns.
 // A step that fails to apply is recorded with its error and the run goes on; Run returns the first such
 // error so the caller can decide whether the run is still meaningful.
+//
+// Each moment of the schedule is played at its time, whatever earlier moments are still doing: a step
+// whose Apply waits for its consequences (an instance start that retries until Redis answers, a graceful
+// stop) never delays a later step, whose time is part of the fault (a Redis restart must end when it is
+// written to, even while a start waits for it). Within one moment the steps run one after the other,
+// ends before starts and otherwise in schedule order, so a fault written before another at the same
+// moment is in effect when the next is applied. A step ends at its time or, when its Apply is still
+// running then, as soon as Apply returns.
 func (r Runner) Run(ctx context.Context, s Schedule) error {
 	var acts []action
 	for i, st := range s {
@@ -197,28 +206,96 @@ func (r Runner) Run(ctx context.Context, s Schedule) error {
 		return acts[i].end && !acts[j].end
 	})
 
-	open := map[int]func(context.Context) error{}
-	recs := make([]Record, len(s))
-	var firstErr error
+	var (
+		mu       sync.Mutex
+		open     = map[int]func(context.Context) error{}
+		recs     = make([]Record, len(s))
+		applied  = make([]chan struct{}, len(s))
+		firstErr error
+	)
+	for i := range applied {
+		applied[i] = make(chan struct{})
+	}
 	fail := func(err error) {
+		mu.Lock()
 		if firstErr == nil {
 			firstErr = err
 		}
+		mu.Unlock()
 	}
 	finish := func(ctx context.Context, i int) {
-		if end := open[i]; end != nil {
-			if err := end(ctx); err != nil {
-				recs[i].Err = err
-				fail(fmt.Errorf("chaos: end %s: %w", recs[i].ID, err))
-			}
-			delete(open, i)
+		mu.Lock()
+		end := open[i]
+		delete(open, i)
+		mu.Unlock()
+		var endErr error
+		if end != nil {
+			endErr = end(ctx)
+		}
+		mu.Lock()
+		if endErr != nil {
+			recs[i].Err = endErr
 		}
 		recs[i].End = r.Now()
+		rec := recs[i]
+		mu.Unlock()
+		if endErr != nil {
+			fail(fmt.Errorf("chaos: end %s: %w", rec.ID, endErr))
+		}
 		if r.OnEnd != nil {
-			r.OnEnd(recs[i])
+			r.OnEnd(rec)
 		}
 	}
+	apply := func(ctx context.Context, i int) {
+		defer close(applied[i])
+		st := s[i]
+		rec := Record{ID: fmt.Sprintf("f%d", i+1), Name: st.Fault.Name(), Start: r.Now(), IsFault: isFault(st.Fault)}
+		end, a, err := st.Fault.Apply(ctx, r.Env)
+		rec.Applied = a
+		if err != nil {
+			rec.Err = err
+			fail(fmt.Errorf("chaos: apply %s (%s): %w", rec.ID, st, err))
+		}
+		mu.Lock()
+		recs[i] = rec
+		if end != nil {
+			open[i] = end
+		}
+		mu.Unlock()
+		if r.OnApply != nil {
+			r.OnApply(rec)
+		}
+		if st.For <= 0 {
+			finish(ctx, i)
+		}
+	}
+	// play runs one moment's actions in order; the first was due before ctx ended, so it runs.
+	play := func(ctx context.Context, batch []action) {
+		for k, a := range batch {
+			if k > 0 && ctx.Err() != nil {
+				return
+			}
+			if !a.end {
+				apply(ctx, a.index)
+				continue
+			}
+			select {
+			case <-applied[a.index]:
+			case <-ctx.Done():
+				return
+			}
+			mu.Lock()
+			_, ok := open[a.index]
+			mu.Unlock()
+			if ok {
+				finish(ctx, a.index)
+			}
+		}
+	}
+
+	var wg sync.WaitGroup
 	defer func() {
+		wg.Wait()
 		// End whatever is still open, newest first, even though ctx is done.
 		ectx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -231,42 +308,29 @@ func (r Runner) Run(ctx context.Context, s Schedule) error {
 			finish(ectx, i)
 		}
 	}()
-
-	for _, a := range acts {
-		if wait := a.at - r.Now(); wait > 0 {
+	for len(acts) > 0 {
+		n := 1
+		for n < len(acts) && acts[n].at == acts[0].at {
+			n++
+		}
+		batch := acts[:n]
+		acts = acts[n:]
+		if wait := batch[0].at - r.Now(); wait > 0 {
 			if !r.Sleep(ctx, wait) {
-				return firstErr
+				break
 			}
 		}
 		if ctx.Err() != nil {
-			return firstErr
+			break
 		}
-		st := s[a.index]
-		if a.end {
-			if _, ok := open[a.index]; ok {
-				finish(ctx, a.index)
-			}
-			continue
-		}
-		rec := Record{ID: fmt.Sprintf("f%d", a.index+1), Name: st.Fault.Name(), Start: r.Now(), IsFault: isFault(st.Fault)}
-		end, applied, err := st.Fault.Apply(ctx, r.Env)
-		rec.Applied = applied
-		if err != nil {
-			rec.Err = err
-			fail(fmt.Errorf("chaos: apply %s (%s): %w", rec.ID, st, err))
-		}
-		recs[a.index] = rec
-		if r.OnApply != nil {
-			r.OnApply(rec)
-		}
-		if end != nil && st.For > 0 {
-			open[a.index] = end
-			continue
-		}
-		if end != nil {
-			open[a.index] = end
-		}
-		finish(ctx, a.index)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			play(ctx, batch)
+		}()
 	}
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
 	return firstErr
 }

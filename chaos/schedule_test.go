@@ -64,13 +64,16 @@ func TestRunnerAppliesAndEndsInOrder(t *testing.T) {
 	r := chaos.Runner{
 		Env: env,
 		Now: func() time.Duration { mu.Lock(); defer mu.Unlock(); return now },
+		// Moments are played in goroutines of their own: real time passes between them (a fiftieth of
+		// the schedule's, 40 ms at least), so each moment's instant fake faults are done before the next.
 		Sleep: func(_ context.Context, d time.Duration) bool {
+			time.Sleep(d / 50)
 			mu.Lock()
 			now += d
 			mu.Unlock()
 			return true
 		},
-		OnEnd: func(r chaos.Record) { recs = append(recs, r) },
+		OnEnd: func(r chaos.Record) { mu.Lock(); recs = append(recs, r); mu.Unlock() },
 	}
 	s := chaos.Schedule{
 		{At: 10 * time.Second, For: 5 * time.Second, Fault: chaos.Pause{Slot: 1}},
@@ -106,6 +109,62 @@ func TestRunnerEndsOpenFaultsWhenCancelled(t *testing.T) {
 	require.Equal(t, []string{"freeze x", "thaw x"}, env.calls, "an interrupted run must end its open faults, and apply nothing more")
 	require.Len(t, ended, 1)
 }
+
+// gate is a fault whose end opens a gate; wait is one whose Apply blocks until the gate is open (an
+// instance start that retries until a restarted Redis answers), or gives up after a while.
+type gate struct{ open chan struct{} }
+
+func (gate) Name() string { return "gate" }
+func (g gate) Apply(context.Context, chaos.Env) (func(context.Context) error, chaos.Applied, error) {
+	return func(context.Context) error { close(g.open); return nil }, chaos.Applied{}, nil
+}
+
+type wait struct{ open chan struct{} }
+
+func (wait) Name() string { return "wait" }
+func (w wait) Apply(ctx context.Context, _ chaos.Env) (func(context.Context) error, chaos.Applied, error) {
+	select {
+	case <-w.open:
+		return nil, chaos.Applied{}, nil
+	case <-time.After(5 * time.Second):
+		return nil, chaos.Applied{}, errors.New("the gate never opened: a step waiting in Apply held up the schedule")
+	}
+}
+
+// A step whose Apply waits for a later moment of the schedule must not hold that moment up: a start
+// during a Redis restart waits for the restart's end, which must come at its time.
+func TestRunnerPlaysLaterMomentsWhileAStepIsStillApplying(t *testing.T) {
+	start := time.Now()
+	var mu sync.Mutex
+	var ends []chaos.Record
+	r := chaos.Runner{
+		Env: &fakeEnv{},
+		Now: func() time.Duration { return time.Since(start) },
+		Sleep: func(ctx context.Context, d time.Duration) bool {
+			select {
+			case <-time.After(d):
+				return true
+			case <-ctx.Done():
+				return false
+			}
+		},
+		OnEnd: func(r chaos.Record) { mu.Lock(); ends = append(ends, r); mu.Unlock() },
+	}
+	open := make(chan struct{})
+	err := r.Run(context.Background(), chaos.Schedule{
+		{At: 0, For: 200 * time.Millisecond, Fault: gate{open}},
+		{At: 100 * time.Millisecond, Fault: wait{open}},
+	})
+	require.NoError(t, err)
+	require.Len(t, ends, 2)
+	for _, e := range ends {
+		require.NoError(t, e.Err, e.Name)
+		if e.Name == "gate" {
+			require.Less(t, e.End, 2*time.Second, "the gate's end was held up by the waiting step")
+		}
+	}
+}
+
 
 func TestNemesisIsSeededAndKeepsAFleet(t *testing.T) {
 	o := chaos.NemesisOptions{From: time.Minute, To: 30 * time.Minute, Instances: 3, TTL: 30 * time.Second}
