@@ -165,7 +165,6 @@ func TestRunnerPlaysLaterMomentsWhileAStepIsStillApplying(t *testing.T) {
 	}
 }
 
-
 func TestNemesisIsSeededAndKeepsAFleet(t *testing.T) {
 	o := chaos.NemesisOptions{From: time.Minute, To: 30 * time.Minute, Instances: 3, TTL: 30 * time.Second}
 	a, err := chaos.Nemesis(rand.New(rand.NewSource(42)), o)

@@ -10,27 +10,6 @@ import (
 	"github.com/tenurelabs/tenure/history"
 )
 
-// FailoverTolerance is what the failover bound allows beyond the lease TTL for measuring. The bound
-// the specification sets is the TTL itself (a crashed holder's last renewal came before the crash, so
-// its lease has expired in Redis one TTL after it at the latest); what the harness records on top of
-// that is not waiting but work: Redis removes an expired key at the first access in the millisecond
-// after its expiry, the survivor sends its attempt a couple of milliseconds after the expiry it read,
-// then at most a discovery round and an acquire (a few loopback round trips, each well under a
-// millisecond on an idle machine), and the new holding's first poll starts on its own goroutine. None of
-// that grows with the time scale; what does vary is the scheduling of those goroutines on a loaded
-// machine (two cores shared with other runs), where a runnable goroutine can wait for one or two
-// scheduler time slices, tens of milliseconds, at each of the four or five hand-overs between them.
-// 100 ms covers that with room; it is 3% of the TTL at a time scale of 0.1, 0.3% at spec time. It is
-// fixed, not a fraction of the TTL, because none of its parts scales with the TTL, and it is no
-// discovery or renewal interval: a system that waits for its next periodic tick fails the bound.
-const FailoverTolerance = 100 * time.Millisecond
-
-// SpecFailoverBound is the failover bound the specification sets (FR-017, SC-002, and SC-006 for the
-// missed-poll window around a scale change): the lease TTL, plus FailoverTolerance for measuring. A
-// scenario whose fault lies outside the specification's failure model may set a longer bound of its
-// own (Meta.FailoverBound); the verdict then shows both.
-func SpecFailoverBound(ttl time.Duration) time.Duration { return ttl + FailoverTolerance }
-
 // isolatingNames are the fault names (matched as substrings) that cut their target instances off from
 // the backend or the resource for a while, so their endpoints must fail over even though the instances
 // stay in the fleet.
@@ -76,37 +55,42 @@ func isolating(f *history.Fault) bool {
 func checkFailover(idx *index, opts Options) (Result, []Failover) {
 	bound := idx.meta.FailoverBound
 	pi := idx.meta.PollInterval
+	_, tabled := timingOf(idx.meta)
 	var c collector
 	var out []Failover
 	faults, unmeasured := 0, 0
 	for _, fe := range idx.faults {
 		f := fe.Fault
-		if !isolating(f) {
+		var first Deadline
+		if tabled {
+			d, ok := idx.deadline(fe)
+			if !ok || !owesTakeover(d.Class) || len(f.Targets) == 0 {
+				continue
+			}
+			first = d
+		} else if !isolating(f) {
 			continue
 		}
 		faults++
-		targets := map[string]bool{}
-		for _, t := range f.Targets {
-			targets[t] = true
-		}
+		targets := toSet(f.Targets)
 		faultEnd := fe.At
 		if fe.End >= fe.At {
 			faultEnd = min(fe.End, idx.end)
 		}
-		// A fault that isolates every live instance (an outage) leaves no survivor to take over: the
-		// clock then starts when the fault ends, and the bound measures recovery.
-		start := fe.At
-		if !f.Removes && coversFleet(idx.liveAt(fe.At), targets) {
-			start = faultEnd
-		}
-		// A pause takes hold at its target's next poll, after the step armed it: the fault happens at
-		// the "paused" event, and that is where the clock starts.
-		if at, ok := idx.pausedAt(targets, fe.At, faultEnd); ok {
-			start = at
-		}
-		bound, boundName := bound, "bound"
-		if graceful(f) && idx.meta.HandoffBound > 0 {
-			bound, boundName = idx.meta.HandoffBound, "handoff bound"
+		start, legacyBound, boundName := fe.At, bound, "bound"
+		if tabled {
+			start = first.From
+		} else {
+			// Older histories: one bound per run (Meta.FailoverBound, Meta.HandoffBound for graceful stops).
+			if !f.Removes && coversFleet(idx.liveAt(fe.At), targets) {
+				start = faultEnd
+			}
+			if at, ok := idx.pausedAt(targets, fe.At, faultEnd); ok {
+				start = at
+			}
+			if graceful(f) && idx.meta.HandoffBound > 0 {
+				legacyBound, boundName = idx.meta.HandoffBound, "handoff bound"
+			}
 		}
 		for _, ep := range idx.pollEndpoints() {
 			polls := idx.polls[ep]
@@ -115,7 +99,7 @@ func checkFailover(idx *index, opts Options) (Result, []Failover) {
 				continue
 			}
 			fo := Failover{FaultID: f.ID, Fault: f.Name, Endpoint: ep, From: from.Instance, FaultAt: fe.At,
-				MeasuredFrom: start, Latency: -1, Bound: bound}
+				MeasuredFrom: start, Latency: -1, Bound: legacyBound}
 			var to *history.Event
 			i := sort.Search(len(polls), func(i int) bool { return polls[i].At >= fe.At })
 			for ; i < len(polls); i++ {
@@ -135,24 +119,33 @@ func checkFailover(idx *index, opts Options) (Result, []Failover) {
 			if deactivatedWithin(idx, ep, fe.At, stop) {
 				continue
 			}
-			// A backend outage that began before the takeover, while it was still inside the bound,
-			// stops every survivor as well: the clock starts again when it ends.
-			start := restartedBy(idx, start, stop, bound)
-			fo.MeasuredFrom = start
+			var deadline time.Duration
+			if tabled {
+				d := idx.composed(fe, first, ep, to)
+				deadline, fo.Class, fo.Why = d.At, string(d.Class), d.Why
+				fo.Bound = deadline - start
+				boundName = "bound for " + string(d.Class)
+			} else {
+				// A backend outage that began before the takeover, while it was still inside the bound,
+				// stops every survivor as well: the clock starts again when it ends.
+				start = restartedBy(idx, start, stop, legacyBound)
+				fo.MeasuredFrom = start
+				deadline = start + legacyBound
+			}
 			switch {
 			case to != nil:
-				fo.To, fo.PolledAt, fo.Latency = to.Instance, to.At, to.At-start
-				if fo.Latency > bound {
+				fo.To, fo.PolledAt, fo.Latency = to.Instance, to.At, to.At-fo.MeasuredFrom
+				if to.At > deadline {
 					c.add(Violation{At: fe.At, Endpoint: ep, Instances: []string{from.Instance, to.Instance},
 						Events: []int64{fe.Seq, from.Seq, to.Seq},
 						Message: fmt.Sprintf("%s on %s: %s was taken over by %s after %v, over the %s %v",
-							f.Name, strings.Join(f.Targets, ","), ep, to.Instance, fo.Latency, boundName, bound)})
+							f.Name, strings.Join(f.Targets, ","), ep, to.Instance, round(fo.Latency), boundName, round(fo.Bound))})
 				}
-			case idx.end-start >= bound:
+			case idx.end >= deadline:
 				c.add(Violation{At: fe.At, Endpoint: ep, Instances: []string{from.Instance},
 					Events: []int64{fe.Seq, from.Seq},
 					Message: fmt.Sprintf("%s on %s: %s, last polled by %s at %v, was never polled again by a live instance (run ended at %v, %s %v)",
-						f.Name, strings.Join(f.Targets, ","), ep, from.Instance, from.At, idx.end, boundName, bound)})
+						f.Name, strings.Join(f.Targets, ","), ep, from.Instance, round(from.At), round(idx.end), boundName, round(fo.Bound))})
 			default:
 				unmeasured++
 			}
@@ -173,9 +166,13 @@ func checkFailover(idx *index, opts Options) (Result, []Failover) {
 		slices.Sort(lat)
 		summary += fmt.Sprintf(" (p50 %v, max %v)", percentile(lat, 50), lat[len(lat)-1])
 	}
-	summary += fmt.Sprintf(" against the bound %v%s", bound, boundNote(idx.meta))
-	if hb := idx.meta.HandoffBound; hb > 0 {
-		summary += fmt.Sprintf(", and the handoff bound %v for graceful stops (this scenario's own)", hb)
+	if tabled {
+		summary += " against the bound table (" + tableNote(out) + ")"
+	} else {
+		summary += fmt.Sprintf(" against the bound %v%s", bound, boundNote(idx.meta))
+		if hb := idx.meta.HandoffBound; hb > 0 {
+			summary += fmt.Sprintf(", and the handoff bound %v for graceful stops (this scenario's own)", hb)
+		}
 	}
 	summary += fmt.Sprintf("; %d scale changes checked for missed polls", gaps)
 	summary += shards.String()
@@ -186,6 +183,119 @@ func checkFailover(idx *index, opts Options) (Result, []Failover) {
 		summary+": all within the bound",
 		fmt.Sprintf("%d endpoints went unpolled longer than their bound after a fault or scale change; %s",
 			len(c.list), summary)), out
+}
+
+// owesTakeover reports whether a fault of class c, hitting instances, takes their endpoints from them, so
+// that another instance must take them over by the table's deadline.
+func owesTakeover(c FaultClass) bool {
+	switch c {
+	case ClassGone, ClassSilent, ClassBlind, ClassHandoff, ClassBackendDown:
+		return true
+	}
+	return false
+}
+
+// tableNote lists the bounds the measured takeovers were held to, per class, the longest of each
+// (composed bounds included): "gone 3.101s, handoff 201ms".
+func tableNote(fos []Failover) string {
+	longest := map[string]time.Duration{}
+	var order []string
+	for _, fo := range fos {
+		if _, ok := longest[fo.Class]; !ok {
+			order = append(order, fo.Class)
+		}
+		longest[fo.Class] = max(longest[fo.Class], fo.Bound)
+	}
+	if len(order) == 0 {
+		return "no fault owed a takeover"
+	}
+	parts := make([]string, len(order))
+	for i, c := range order {
+		parts[i] = fmt.Sprintf("%s %v", c, round(longest[c]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// round rounds a duration for messages: to the millisecond.
+func round(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
+
+// composed returns the deadline for endpoint ep after fault fe, whose own deadline is first, given that
+// it was taken over by poll to (nil if never): the later of first and the deadline of every other fault
+// that began before the takeover and before the deadline so far, and hindered this takeover. A
+// backend-wide fault hinders every takeover (on a Redis Cluster, those of the endpoints on the slots it
+// touched); an instance fault hinders when it hit an instance that held ep since fe began (fe's target
+// again, or the survivor that took ep over before it could poll), or, for a slow fault, the instance
+// that took it over. A slow fault adds its delay; the others move the deadline to theirs.
+func (idx *index) composed(fe *history.Event, first Deadline, ep string, to *history.Event) Deadline {
+	d := first
+	stop := idx.end
+	if to != nil {
+		stop = to.At
+	}
+	var slots map[string][]int
+	used := map[*history.Event]bool{fe: true}
+	for changed := true; changed; {
+		changed = false
+		for _, g := range idx.faults {
+			if used[g] || g.At > d.At || g.At >= stop || idx.faultEnd(g) < fe.At {
+				continue
+			}
+			gd, ok := idx.deadline(g)
+			if !ok || gd.Class == ClassNone {
+				continue
+			}
+			hinders := false
+			if idx.backendWideClass(g, gd.Class) {
+				hinders = true
+				if rs, err := parseSlots(g.Fault.Params[ShardSlotsParam]); err == nil && len(rs) > 0 {
+					if slots == nil {
+						slots = idx.endpointSlots()
+					}
+					hinders = false
+					for _, s := range slots[ep] {
+						hinders = hinders || inSlots(rs, s)
+					}
+				}
+			} else {
+				held := idx.heldSince(ep, fe, g.At)
+				if gd.Class == ClassSlow && to != nil {
+					held[to.Instance] = true
+				}
+				for _, t := range g.Fault.Targets {
+					hinders = hinders || held[t]
+				}
+			}
+			if !hinders {
+				continue
+			}
+			used[g], changed = true, true
+			if gd.Class == ClassSlow {
+				d.At += gd.Delay
+				d.Why += fmt.Sprintf("; %s %s adds %v", g.Fault.ID, gd.Why, round(gd.Delay))
+			} else if gd.At > d.At {
+				d.At = gd.At
+				d.Why += fmt.Sprintf("; %s (%s) hindered the takeover: %s", g.Fault.ID, gd.Class, gd.Why)
+			}
+		}
+	}
+	return d
+}
+
+// heldSince returns the instances that held ep from fault fe's start to t: fe's targets, and every
+// instance that reported holding ep or polled it in [fe.At, t].
+func (idx *index) heldSince(ep string, fe *history.Event, t time.Duration) map[string]bool {
+	held := toSet(fe.Fault.Targets)
+	for _, b := range idx.beliefs[ep] {
+		if b.At >= fe.At && b.At <= t && b.Belief.Held {
+			held[b.Instance] = true
+		}
+	}
+	for _, p := range idx.polls[ep] {
+		if p.At >= fe.At && p.At <= t {
+			held[p.Instance] = true
+		}
+	}
+	return held
 }
 
 // graceful reports whether f is a graceful stop, whose handoff Meta.HandoffBound bounds when set.

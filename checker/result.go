@@ -97,6 +97,10 @@ type Failover struct {
 	Latency time.Duration `json:"latency"`
 	// Bound is the acceptable latency.
 	Bound time.Duration `json:"bound"`
+	// Class is the bound table's class of the fault (see Classify); Why derives the bound, other
+	// faults that lengthened it included. Empty for histories without timing (judged by Meta's bound).
+	Class string `json:"class,omitempty"`
+	Why   string `json:"why,omitempty"`
 }
 
 // BalanceSample is the number of endpoints each instance held at one moment.

@@ -205,6 +205,16 @@ func (b *PostgresBackend) role(ctx context.Context, role string) (*pgRole, func(
 	}
 }
 
+// PostgresDeadPeerBound is how long the server may keep the advisory lock of a holder that is alive but
+// silent (cut off, frozen, half-open) for a role with lease TTL ttl: the longer of the idle-session
+// timeout (1.5·TTL) and the keepalive bound (idle + 3·interval, each whole seconds, at least one), the
+// settings every role session is given. A standby that finds the lock still held tries again every
+// RetryInterval, so its takeover may come that much later.
+func PostgresDeadPeerBound(ttl time.Duration) time.Duration {
+	secs := func(d time.Duration) time.Duration { return max(d.Truncate(time.Second), time.Second) }
+	return max(ttl*3/2, secs(ttl/3)+3*secs(ttl/6))
+}
+
 // session returns r's connection, opening it if needed and making its settings fit ttl (0: keep).
 func (b *PostgresBackend) session(ctx context.Context, r *pgRole, ttl time.Duration) (*pgx.Conn, error) {
 	if r.conn == nil || r.conn.IsClosed() {

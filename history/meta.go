@@ -35,6 +35,10 @@ type Meta struct {
 	HandoffBound time.Duration `json:"handoff_bound,omitempty"`
 	// PollInterval is how often a holder polls each endpoint it holds, at this time scale.
 	PollInterval time.Duration `json:"poll_interval"`
+	// Timing is the rest of the timing the system was given, at this time scale. The checker derives
+	// each fault's bound from it (checker.BoundFor). Nil in older histories, which are judged by
+	// FailoverBound and HandoffBound as recorded.
+	Timing *Timing `json:"timing,omitempty"`
 	// DiscoveryInterval is how often, at most, the system is told to look for new, paused and removed
 	// targets (its session scan), at this time scale; zero in older histories. A paused session may be
 	// polled until the system's next scan has seen the pause.
@@ -102,4 +106,23 @@ type Assumptions struct {
 	// at the resource, by fencing). A belief overlap caused by one of them and refused at the resource
 	// is "expected and caught"; one that reached the resource is still a violation.
 	Outside []string `json:"outside,omitempty"`
+}
+
+// Timing is the part of a run's timing the bound table needs beyond LeaseTTL and PollInterval, at the
+// run's time scale.
+type Timing struct {
+	// RenewInterval is how often a holder renews: the longest a system goes without a call to its
+	// backend while it holds something.
+	RenewInterval time.Duration `json:"renew_interval"`
+	// HeartbeatInterval is how often an instance announces itself, when the system has heartbeats.
+	HeartbeatInterval time.Duration `json:"heartbeat_interval,omitempty"`
+	// OpTimeout bounds each backend call: the longest a system waits before it may know a reply is lost.
+	OpTimeout time.Duration `json:"op_timeout"`
+	// PollDuration is how long one poll of an endpoint takes.
+	PollDuration time.Duration `json:"poll_duration"`
+	// DeadPeer, when set, is how long the system's backend keeps a holding whose holder is alive but
+	// silent (cut off, frozen, half-open) before it frees it: a session-based backend's bound (the
+	// PostgreSQL election's idle-session and keepalive timeouts plus its retry interval). Zero means
+	// the lease TTL: a key that expires.
+	DeadPeer time.Duration `json:"dead_peer,omitempty"`
 }

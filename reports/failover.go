@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/tenurelabs/tenure/checker"
@@ -133,11 +134,39 @@ func failoverHeadline(m *model) string {
 	if len(lat) > 0 {
 		s += fmt.Sprintf(": p50 %s, p99 %s, max %s", fmtDur(percentile(lat, 50)), fmtDur(percentile(lat, 99)), fmtDur(lat[len(lat)-1]))
 	}
-	if m.meta.FailoverBound > 0 {
-		s += fmt.Sprintf(" (bound %s)", fmtDur(m.meta.FailoverBound))
+	if b := boundsText(m.rep.Failovers, m.meta.FailoverBound); b != "" {
+		s += " (" + b + ")"
 	}
 	if never > 0 {
 		s += fmt.Sprintf("; %d endpoints never polled again", never)
 	}
 	return s + "."
+}
+
+// boundsText names the bound the takeovers were held to: "bound 3.1s" when they share one, else the
+// longest per fault ("bounds: crash 3.1s, stop 201ms"); def for takeovers that carry none.
+func boundsText(fos []checker.Failover, def time.Duration) string {
+	longest := map[string]time.Duration{}
+	var order []string
+	for _, f := range fos {
+		b := f.Bound
+		if b <= 0 {
+			b = def
+		}
+		if _, ok := longest[f.Fault]; !ok {
+			order = append(order, f.Fault)
+		}
+		longest[f.Fault] = max(longest[f.Fault], b)
+	}
+	switch {
+	case len(order) == 0:
+		return ""
+	case len(order) == 1:
+		return "bound " + fmtDur(longest[order[0]])
+	}
+	parts := make([]string, len(order))
+	for i, f := range order {
+		parts[i] = f + " " + fmtDur(longest[f])
+	}
+	return "bounds: " + strings.Join(parts, ", ")
 }

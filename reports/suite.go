@@ -159,7 +159,7 @@ func suiteRowOf(r SuiteEntry, cols []string) suiteRow {
 		row.Cells = append(row.Cells, cell)
 	}
 	if lat := (&model{rep: r.Report}).allFailoverLatencies(); len(lat) > 0 {
-		row.Failover = fmt.Sprintf("%s / %s (%s)", fmtDur(percentile(lat, 50)), fmtDur(lat[len(lat)-1]), fmtDur(mt.FailoverBound))
+		row.Failover = fmt.Sprintf("%s / %s (%s)", fmtDur(percentile(lat, 50)), fmtDur(lat[len(lat)-1]), boundsText(r.Report.Failovers, mt.FailoverBound))
 	}
 	return row
 }

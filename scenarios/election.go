@@ -22,20 +22,16 @@ func electionScenarios() []sim.Scenario {
 		steady     [2]int
 		fencing    bool
 		onlyPG     bool
-		pgBound    int // seconds; 0 = default bound
-		bound      int // seconds, both backends unless pgBound; 0 = default bound (the specification's)
 	}
 	specs := []spec{
 		{name: "leader-crash", desc: "The leader crashes; a standby leads within TTL: its holding expires at most a TTL after the crash, and a refused standby contends at that expiry.",
 			instances: 3, duration: 130, steps: chaos.Schedule{{At: 60 * s, Fault: chaos.Crash{Of: role}}}, steady: [2]int{110, 130}},
 		{name: "leader-partition", desc: "The leader is cut off from the backend; it stops acting before a standby starts.",
-			instances: 3, duration: 150, steps: chaos.Schedule{{At: 60 * s, For: 50 * s, Fault: chaos.Partition{Of: role}}}, steady: [2]int{130, 150},
-			pgBound: 70},
+			instances: 3, duration: 150, steps: chaos.Schedule{{At: 60 * s, For: 50 * s, Fault: chaos.Partition{Of: role}}}, steady: [2]int{130, 150}},
 		{name: "leader-one-way-partition", desc: "The leader's requests arrive but its replies are lost; renewals take effect unseen. " +
 			"Redis: after its first unanswered call the leader stops believing and sends nothing but probes and its release, which lands and lets a standby in, " +
-			"so failover takes at most the next renewal, a call timeout and a poll interval, inside the default bound. PostgreSQL: the server's dead-peer bound applies.",
-			instances: 3, duration: 150, steps: chaos.Schedule{{At: 60 * s, For: 50 * s, Fault: chaos.Partition{Of: role, OneWay: true}}}, steady: [2]int{130, 150},
-			pgBound: 70},
+			"so failover takes at most the next renewal, a call timeout and a poll interval, well inside the bound for blind writes. PostgreSQL: the server's dead-peer bound applies.",
+			instances: 3, duration: 150, steps: chaos.Schedule{{At: 60 * s, For: 50 * s, Fault: chaos.Partition{Of: role, OneWay: true}}}, steady: [2]int{130, 150}},
 		{name: "backend-outage", desc: "Every candidate loses the backend for 40 s; nobody acts, then one leader resumes.",
 			instances: 3, duration: 150, steps: chaos.Schedule{{At: 60 * s, For: 40 * s, Fault: chaos.Outage{}}}, steady: [2]int{135, 150}},
 		{name: "graceful-handoff", desc: "The leader stops gracefully; a standby leads within milliseconds.",
@@ -45,12 +41,12 @@ func electionScenarios() []sim.Scenario {
 		{name: "leader-pause", desc: "The leader freezes for 1.5 TTL and wakes with its old term; the resource refuses it by fencing. " +
 			"The freeze takes hold at the leader's next action, and failover is measured from there: its holding lasts at most a TTL from its last renewal. PostgreSQL: the server's dead-peer bound applies.",
 			instances: 3, duration: 150, steps: chaos.Schedule{{At: 60 * s, For: 45 * s, Fault: chaos.Pause{Of: role}}}, steady: [2]int{130, 150},
-			fencing: true, pgBound: 70},
+			fencing: true},
 		{name: "conn-reset", desc: "The leader's PostgreSQL connection is reset: its session and advisory lock are gone; leadership ends before its deadline and is won again.",
 			instances: 3, duration: 120, steps: chaos.Schedule{{At: 60 * s, Fault: chaos.ConnReset{Of: role}}}, steady: [2]int{100, 120}, onlyPG: true},
 		{name: "half-open", desc: "The leader's PostgreSQL connection goes half-open (nothing passes, nothing closes); the server must free the lock within its dead-peer bound.",
 			instances: 3, duration: 160, steps: chaos.Schedule{{At: 60 * s, For: 80 * s, Fault: chaos.Partition{Of: role}}}, steady: [2]int{145, 160},
-			onlyPG: true, pgBound: 70},
+			onlyPG: true},
 	}
 	var out []sim.Scenario
 	for _, backend := range []struct{ suffix, system string }{{"redis", "election-redis"}, {"pg", "election-postgres"}} {
@@ -66,12 +62,6 @@ func electionScenarios() []sim.Scenario {
 				Duration: secs(sp.duration), Steps: sp.steps,
 				Steady:  w(secs(sp.steady[0]), secs(sp.steady[1])),
 				Fencing: sp.fencing,
-			}
-			if sp.bound > 0 {
-				sc.FailoverBound = secs(sp.bound)
-			}
-			if backend.suffix == "pg" && sp.pgBound > 0 {
-				sc.FailoverBound = secs(sp.pgBound)
 			}
 			out = append(out, sc)
 		}

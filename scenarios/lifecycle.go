@@ -12,19 +12,18 @@ import (
 // A graceful stop releases every lease and tells the fleet, so the next owners poll within
 // milliseconds: the Stop waits for a poll in flight (at most one poll, 1 s), then one release batch, one
 // announcement and one acquire, each a loopback round trip. A stop that leaves its leases to expire
-// hands over a lease TTL (30 s) later. These scenarios bound the handoff of a graceful stop by a figure
-// of their own (HandoffBound), far below the TTL, so that the difference shows.
+// hands over a lease TTL (30 s) later. The bound table holds every graceful stop to its handoff bound
+// (the poll duration and the tolerance), so the difference shows.
 func init() {
 	all = append(all,
 		sim.Scenario{
 			Name: "signal-stop",
 			Description: "A holder stops as a service does on SIGTERM: the context it was started with is cancelled, then Stop is called. " +
-				"It must still release at once: each endpoint it held is polled by another instance within 2 s " +
-				"(a graceful stop hands over in milliseconds: a poll in flight, 1 s, is cancelled by the cancelled context, and the rest is a few round trips), not a lease TTL later.",
+				"It must still release at once: each endpoint it held is polled by another instance within its handoff bound " +
+				"(a poll in flight, at most 1 s, and a few round trips), not a lease TTL later.",
 			Instances: 3, Endpoints: 9, Duration: 90 * s,
 			Steps:  chaos.Schedule{{At: 60 * s, Fault: chaos.Stop{Slot: 0, Signal: true}}},
 			Steady: w(75*s, 90*s), ExpectBalance: true,
-			HandoffBound: 2 * s,
 		},
 		sim.Scenario{
 			// The stopping instance's release batch is held on the wire for 1.5 s (its call timeout is 3 s,
@@ -34,7 +33,7 @@ func init() {
 			// to it.
 			Name: "stop-heartbeat-race",
 			Description: "A holder stops while its releases are slow on the wire (held 1.5 s) and its heartbeat is due every 1.2 s; the heartbeat it deleted must stay deleted, " +
-				"so the others take its endpoints within 4 s of the stop (the held releases, 1.5 s, a poll in flight, 1 s, and the rest for a loaded machine), not a heartbeat TTL later.",
+				"so the others take its endpoints within the handoff bound lengthened by the hold (a poll in flight, 1 s, the held releases, 1.5 s, and a few round trips), not a heartbeat TTL later.",
 			Instances: 3, Endpoints: 9, Duration: 90 * s,
 			Timing: sim.Timing{HeartbeatInterval: 1200 * time.Millisecond},
 			// Written for one moment, the two steps move together: the releases are held from the stop on.
@@ -43,7 +42,6 @@ func init() {
 				{At: 60 * s, Fault: chaos.Stop{Slot: 2}},
 			},
 			Steady: w(75*s, 90*s), ExpectBalance: true,
-			HandoffBound: 4 * s,
 		},
 		sim.Scenario{
 			Name: "stop-during-start",

@@ -312,13 +312,6 @@ func uniqueRunID(scenario string, seed int64) string {
 
 var runCounter atomic.Int64
 
-func failoverBound(sc Scenario, t Timing, scale float64) time.Duration {
-	if sc.FailoverBound > 0 {
-		return time.Duration(float64(sc.FailoverBound) * scale)
-	}
-	return FailoverBound(t)
-}
-
 // endpointName names the i-th session. Names do not depend on the count, so a scenario that names
 // "ep-0" means the same endpoint whatever --endpoints says.
 func endpointName(i int) string { return fmt.Sprintf("ep-%d", i) }

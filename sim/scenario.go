@@ -42,16 +42,6 @@ type Scenario struct {
 	// System is the system this scenario is written for ("election-redis"); empty means any lease
 	// system. simrun uses it unless --system is given.
 	System string
-	// FailoverBound overrides the default bound (see FailoverBound) in spec time, for a fault outside the
-	// specification's failure model (a one-way partition) or a backend whose dead-peer detection is
-	// documented to take longer. The description must say why; the verdict shows it beside the
-	// specification's.
-	FailoverBound time.Duration
-	// HandoffBound, in spec time, when set, bounds the handoff of every graceful stop (a "stop" fault)
-	// instead of the failover bound: from the stop to each endpoint the stopped instance held being
-	// polled by another. A graceful stop releases at once, so its handoff takes milliseconds; a system
-	// that leaves its leases to expire takes a lease TTL. The description must justify the figure.
-	HandoffBound time.Duration
 	// StartJitter bounds, per seed, how much later than the run's start each instance of the initial
 	// fleet starts, so that their poll and renewal cycles fall at other phases on each seed: zero means
 	// one poll interval, a negative value starts the whole fleet at once.
@@ -129,11 +119,9 @@ func (t Timing) scaled(f float64) Timing {
 	return out
 }
 
-// FailoverBound is the longest acceptable time from a fault to the next poll of an affected endpoint,
-// and the longest missed-poll window around a scale change: the specification's bound, the lease TTL
-// (a crashed holder's lease expires at most one TTL after the crash, and the next owner can act at
-// that moment), plus checker.FailoverTolerance for measuring. It holds no discovery or poll interval:
-// a system that notices a dead holder only at its next periodic tick fails it.
+// FailoverBound is the specification's failover bound at timing t: the lease TTL plus
+// checker.FailoverTolerance (the bound table's entry for a crash, and the bound of the missed-poll
+// window around a scale change). Every fault's own bound comes from the checker's bound table (checker/bounds.go).
 func FailoverBound(t Timing) time.Duration {
 	return checker.SpecFailoverBound(t.LeaseTTL)
 }

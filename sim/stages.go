@@ -301,14 +301,24 @@ func (s *stagedRun) collect(out scheduled) history.History {
 			Schema: history.SchemaVersion, Scenario: sc.Name, Suite: o.Suite, System: o.System.Name(), Kind: systemKind(o.System),
 			Backend: s.backend.Describe(), Seed: o.Seed, TimeScale: o.TimeScale,
 			Instances: sc.Instances, Endpoints: sc.Endpoints, LeaseTTL: timing.LeaseTTL,
-			FailoverBound: failoverBound(sc, timing, o.TimeScale), HandoffBound: time.Duration(float64(sc.HandoffBound) * o.TimeScale),
-			PollInterval: timing.PollInterval, DiscoveryInterval: timing.DiscoveryInterval, Fencing: sc.Fencing,
+			FailoverBound: FailoverBound(timing), PollInterval: timing.PollInterval, Timing: metaTiming(o.System, timing), DiscoveryInterval: timing.DiscoveryInterval, Fencing: sc.Fencing,
 			Steady: s.p.steady, ExpectBalance: sc.ExpectBalance, Duration: out.end, StartedAt: s.start.UTC(),
 			Command: o.Command, Interrupted: out.interrupted, Expect: sc.Expect,
 			Assumptions: assumptions(sc, timing, s.backend, s.p.schedule), Counted: s.rec.Counted(),
 		},
 		Events: kept,
 	}
+}
+
+// metaTiming is the timing the checker's bound table needs (history.Timing), with the system's
+// dead-peer bound when it declares one (DeadPeerBounder).
+func metaTiming(sys System, t Timing) *history.Timing {
+	mt := &history.Timing{RenewInterval: t.RenewInterval, HeartbeatInterval: t.HeartbeatInterval,
+		OpTimeout: t.OpTimeout, PollDuration: t.PollDuration}
+	if d, ok := sys.(DeadPeerBounder); ok {
+		mt.DeadPeer = d.DeadPeerBound(t)
+	}
+	return mt
 }
 
 // systemKind is the kind of history a system's runs record: "lease" unless it says otherwise.

@@ -113,6 +113,15 @@ type Timing struct {
 	DriftBound float64
 }
 
+// DeadPeerBounder is an optional capability of a System whose backend holds a holding in a session
+// rather than in a key that expires (PostgreSQL's advisory locks): it returns how long, at timing t, the
+// backend keeps the holding of a holder that is alive but silent (cut off, frozen, half-open) before
+// freeing it, plus how long a standby then takes to try again. The checker's bound table uses it in place
+// of the lease TTL for such faults (history.Timing.DeadPeer).
+type DeadPeerBounder interface {
+	DeadPeerBound(t Timing) time.Duration
+}
+
 // OpClassifier is an optional capability of a System: it tells the recorder what a Redis command means
 // in the lease model (acquire, renew, release, read). Commands it does not claim fall back to the
 // built-in classifier, which understands, on <prefix>lease:<endpoint> keys, SET NX with PX/EX

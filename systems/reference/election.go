@@ -45,6 +45,16 @@ func (e Election) Name() string {
 	return "election-redis"
 }
 
+// DeadPeerBound implements sim.DeadPeerBounder. On PostgreSQL a silent holder keeps its advisory lock
+// until the server ends its session (election.PostgresDeadPeerBound), and a standby tries again every
+// RetryInterval (the discovery interval here). On Redis it is zero: the leader key expires after a TTL.
+func (e Election) DeadPeerBound(t sim.Timing) time.Duration {
+	if !e.Postgres {
+		return 0
+	}
+	return election.PostgresDeadPeerBound(t.LeaseTTL) + t.DiscoveryInterval
+}
+
 // Classify implements sim.OpClassifier for the Redis backend's scripts (see election.ScriptNames), so the
 // leader key is checked for linearizability like a lease key. A refused renew or release is not
 // modelled (the scripts also compare the term, which the model does not track); a successful release is

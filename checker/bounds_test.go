@@ -1,0 +1,170 @@
+package checker
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tenurelabs/tenure/history"
+)
+
+// tabled is crashBase with the timing the bound table needs: TTL 3 s, renewals every 1 s, heartbeats
+// every 1 s, calls bounded by 300 ms, polls of 100 ms (the specification's timing at a tenth).
+func tabled() *builder {
+	b := crashBase()
+	b.meta.FailoverBound = SpecFailoverBound(b.meta.LeaseTTL)
+	b.meta.Timing = &history.Timing{RenewInterval: time.Second, HeartbeatInterval: time.Second,
+		OpTimeout: ms(300), PollDuration: ms(100)}
+	return b
+}
+
+// withParams sets the parameters of the fault added last.
+func (b *builder) withParams(kv ...string) *builder {
+	f := b.events[len(b.events)-1].Fault
+	f.Params = map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		f.Params[kv[i]] = kv[i+1]
+	}
+	return b
+}
+
+// Each class of the table gives its own deadline, derived from the run's timing; a takeover just inside
+// it passes and one just past it fails, whatever bound the scenario would once have declared.
+func TestBoundTable(t *testing.T) {
+	s := time.Second
+	at := 5*s + ms(500) // the fault; a polled e1 until 5.5 s
+	tol := FailoverTolerance
+	tests := []struct {
+		name     string
+		fault    func(b *builder) *builder
+		class    FaultClass
+		deadline time.Duration // run time
+	}{
+		{"crash: a TTL", func(b *builder) *builder {
+			return b.fault("f1", "crash", at, at, true, false, "a").life("a", history.LifeCrashed, at)
+		}, ClassGone, at + 3*s + tol},
+		{"partition both ways: a TTL", func(b *builder) *builder {
+			return b.fault("f1", "partition", at, at+10*s, false, false, "a")
+		}, ClassSilent, at + 3*s + tol},
+		{"one-way partition: blind writes until the holder can know, then a TTL", func(b *builder) *builder {
+			return b.fault("f1", "one-way-partition", at, at+10*s, false, false, "a")
+		}, ClassBlind, at + s + ms(300) + 3*s + tol},
+		{"requests held past the TTL: silent", func(b *builder) *builder {
+			return b.fault("f1", "slow-requests", at, at+2*s, false, false, "a").withParams("delay", "4.5s")
+		}, ClassSilent, at + 3*s + tol},
+		{"requests held less than a TTL land late and extend", func(b *builder) *builder {
+			return b.fault("f1", "slow-requests", at, at+2*s, false, false, "a").withParams("delay", "1s")
+		}, ClassBlind, at + s + ms(300) + s + 3*s + tol},
+		{"replies held past the call bound: blind", func(b *builder) *builder {
+			return b.fault("f1", "slow-replies", at, at+2*s, false, false, "a").withParams("delay", "4.5s")
+		}, ClassBlind, at + s + ms(300) + 3*s + tol},
+		{"graceful stop: the poll in flight", func(b *builder) *builder {
+			return b.fault("f1", "stop", at, at, true, false, "a").life("a", history.LifeStopped, at)
+		}, ClassHandoff, at + ms(100) + tol},
+		{"outage of the whole fleet: the later of a TTL from its start and notice after its end", func(b *builder) *builder {
+			return b.fault("f1", "outage", at, at+s, false, false, "a", "b")
+		}, ClassBackendDown, at + 3*s + tol},
+		{"long outage: notice after its end", func(b *builder) *builder {
+			return b.fault("f1", "outage", at, at+5*s, false, false, "a", "b")
+		}, ClassBackendDown, at + 5*s + s + ms(300) + tol},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, late := range []bool{false, true} {
+				takeover := tc.deadline - ms(1)
+				if late {
+					takeover = tc.deadline + ms(1)
+				}
+				b := tc.fault(tabled()).polls("b", "e1", takeover, 20*s, s, 2)
+				rep := Check(b.build(), DefaultOptions())
+				r := resultOf(t, rep, InvFailover)
+				var fo *Failover
+				for i := range rep.Failovers {
+					if rep.Failovers[i].Endpoint == "e1" {
+						fo = &rep.Failovers[i]
+					}
+				}
+				require.NotNil(t, fo, r.Message)
+				require.Equal(t, string(tc.class), fo.Class)
+				require.Equal(t, tc.deadline, fo.MeasuredFrom+fo.Bound, fo.Why)
+				if late {
+					require.Equal(t, Violated, r.Outcome, r.Message)
+				} else {
+					require.Equal(t, Pass, r.Outcome, r.Message)
+				}
+			}
+		})
+	}
+}
+
+// A fault that hinders a takeover moves its deadline: a Redis pause (no data lost) to its end and the
+// time to notice it, a wipe to its end, notice and a TTL (the guard it re-arms), a crash of the survivor
+// that took the endpoint over before polling it to a TTL after that crash; a fault on an instance that
+// never held the endpoint moves nothing.
+func TestBoundTableComposes(t *testing.T) {
+	s := time.Second
+	at := 5*s + ms(500)
+	crash := func(b *builder) *builder {
+		return b.fault("f1", "crash", at, at, true, false, "a").life("a", history.LifeCrashed, at)
+	}
+	tol := FailoverTolerance
+	tests := []struct {
+		name     string
+		more     func(b *builder) *builder
+		deadline time.Duration
+	}{
+		{"nothing else", func(b *builder) *builder { return b }, at + 3*s + tol},
+		{"a Redis pause inside the bound: its end and notice", func(b *builder) *builder {
+			return b.fault("f2", "redis-pause", at+s, at+5*s, false, false)
+		}, at + 5*s + s + ms(300) + tol},
+		{"a wipe inside the bound: its end, notice and the guard's TTL", func(b *builder) *builder {
+			return b.fault("f2", "redis-restart", at+s, at+s+ms(200), false, true)
+		}, at + s + ms(200) + s + ms(300) + 3*s + tol},
+		{"a crash of the survivor that took it over, before it polled", func(b *builder) *builder {
+			return b.belief("b", "e1", at+3*s, true, 2).
+				fault("f2", "crash", at+3*s+ms(10), at+3*s+ms(10), true, false, "b").life("b", history.LifeCrashed, at+3*s+ms(10)).
+				life("c", history.LifeStarted, 0)
+		}, at + 3*s + ms(10) + 3*s + tol},
+		{"a crash of an instance that never held it", func(b *builder) *builder {
+			return b.life("c", history.LifeStarted, 0).
+				fault("f2", "crash", at+s, at+s, true, false, "c").life("c", history.LifeCrashed, at+s)
+		}, at + 3*s + tol},
+		{"latency on the survivor that takes it over", func(b *builder) *builder {
+			return b.fault("f2", "latency", at, at+10*s, false, false, "b").withParams("latency", "60ms", "jitter", "30ms")
+		}, at + 3*s + 3*ms(90) + tol},
+		{"a Redis pause after the deadline", func(b *builder) *builder {
+			return b.fault("f2", "redis-pause", at+4*s, at+6*s, false, false)
+		}, at + 3*s + tol},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, late := range []bool{false, true} {
+				takeover := tc.deadline - ms(1)
+				if late {
+					takeover = tc.deadline + ms(1)
+				}
+				poller := "b"
+				if tc.name == "a crash of the survivor that took it over, before it polled" {
+					poller = "c"
+				}
+				b := tc.more(crash(tabled())).polls(poller, "e1", takeover, 20*s, s, 3)
+				rep := Check(b.build(), DefaultOptions())
+				r := resultOf(t, rep, InvFailover)
+				var fo *Failover
+				for i := range rep.Failovers {
+					if rep.Failovers[i].Endpoint == "e1" && rep.Failovers[i].FaultID == "f1" {
+						fo = &rep.Failovers[i]
+					}
+				}
+				require.NotNil(t, fo, r.Message)
+				require.Equal(t, tc.deadline, fo.MeasuredFrom+fo.Bound, fo.Why)
+				if late {
+					require.Contains(t, allText(r), "e1 was taken over by "+poller, r.Message)
+				} else {
+					require.NotContains(t, allText(r), "e1 was taken over", r.Message)
+				}
+			}
+		})
+	}
+}
