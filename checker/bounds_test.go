@@ -168,3 +168,105 @@ func TestBoundTableComposes(t *testing.T) {
 		})
 	}
 }
+
+// Liveness is judged over the whole run, not only in steady windows: an endpoint left unpolled longer
+// than the liveness limit with no fault to excuse it is a violation; a fault that hindered it excuses
+// the gap until the fault's deadline, and no longer.
+func TestLivenessEverywhere(t *testing.T) {
+	s := time.Second
+	limit := 3*s + s + ms(100) + FailoverTolerance // TTL + poll interval + poll duration + tolerance
+	base := func() *builder {
+		b := newBuilder().life("a", history.LifeStarted, 0).life("b", history.LifeStarted, 0).
+			polls("b", "e2", 0, 20*s, s, 1)
+		b.meta.Timing = &history.Timing{RenewInterval: s, HeartbeatInterval: s, OpTimeout: ms(300), PollDuration: ms(100)}
+		return b
+	}
+	tests := []struct {
+		name string
+		b    func() *builder
+		ok   bool
+		msg  string
+	}{
+		{"steady polling", func() *builder { return base().polls("a", "e1", 0, 20*s, s, 1) }, true, "limit 4.201s"},
+		{"a 7 s gap with no fault at all", func() *builder {
+			return base().polls("a", "e1", 0, 5*s, s, 1).polls("a", "e1", 11*s, 20*s, s, 1)
+		}, false, "e1 was not polled for 7s (from 4s to 11s); allowed until 8.201s by the liveness limit"},
+		{"a gap just inside the limit", func() *builder {
+			return base().polls("a", "e1", 0, 5*s, s, 1).polls("a", "e1", 4*s+limit, 20*s, s, 1)
+		}, true, ""},
+		{"never polled after 5 s", func() *builder { return base().polls("a", "e1", 0, 5*s, s, 1) }, false, "e1 was not polled after 4s (the run ended at 20s)"},
+		{"a gap excused by a Redis restart until the guard's end", func() *builder {
+			return base().polls("a", "e1", 0, 5*s, s, 1).
+				fault("f1", "redis-restart", 5*s, 5*s+ms(200), false, true).
+				polls("a", "e1", 5*s+ms(200)+s+ms(300)+3*s, 20*s, s, 1)
+		}, true, "1 longer gaps excused by the faults that hindered them"},
+		{"a gap past the restart's deadline", func() *builder {
+			return base().polls("a", "e1", 0, 5*s, s, 1).
+				fault("f1", "redis-restart", 5*s, 5*s+ms(200), false, true).
+				polls("a", "e1", 5*s+ms(200)+s+ms(300)+3*s+FailoverTolerance+ms(1), 20*s, s, 1)
+		}, false, "f1 redis-restart hindered it, until 9.601s"},
+		{"a crash of another instance excuses nothing", func() *builder {
+			return base().polls("a", "e1", 0, 5*s, s, 1).
+				fault("f1", "crash", 5*s, 5*s, true, false, "b").life("b", history.LifeCrashed, 5*s).
+				polls("a", "e1", 11*s, 20*s, s, 1)
+		}, false, "e1 was not polled for 7s"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := tc.b()
+			r := resultOf(t, Check(b.build(), DefaultOptions()), InvLiveness)
+			if tc.ok {
+				require.Equal(t, Pass, r.Outcome, allText(r))
+			} else {
+				require.Equal(t, Violated, r.Outcome, allText(r))
+			}
+			require.Contains(t, allText(r), tc.msg)
+		})
+	}
+}
+
+// A scale-up is judged for missed polls: its own start is no fault that excuses it. An endpoint handed
+// to the newcomer 8.2 s after the join fails, with the bound table (the specification's bound for the
+// window) and without it (the one bound the history recorded).
+func TestScaleUpIsJudged(t *testing.T) {
+	s := time.Second
+	for _, withTiming := range []bool{false, true} {
+		b := newBuilder().life("a", history.LifeStarted, 0).life("b", history.LifeStarted, 0).
+			polls("a", "e1", 0, 6*s, s, 1).polls("b", "e2", 0, 20*s, s, 1).
+			fault("f1", "start", 5*s+ms(500), 5*s+ms(500), false, false, "c").life("c", history.LifeStarted, 5*s+ms(500)).
+			polls("c", "e1", 5*s+ms(500)+8*s+ms(200), 20*s, s, 2)
+		if withTiming {
+			b.meta.FailoverBound = SpecFailoverBound(b.meta.LeaseTTL)
+			b.meta.Timing = &history.Timing{RenewInterval: s, OpTimeout: ms(300), PollDuration: ms(100)}
+		}
+		r := resultOf(t, Check(b.build(), DefaultOptions()), InvFailover)
+		require.Equal(t, Violated, r.Outcome, "timing %v: %s", withTiming, allText(r))
+		require.Contains(t, allText(r), "e1 not polled for", "timing %v", withTiming)
+	}
+}
+
+// A missed-poll window that spans its poller's crash is counted from the crash only if the poller kept
+// its cadence until then: a newcomer that polls once, stalls 4.3 s and then crashes leaves a 6.8 s gap
+// of its own making.
+func TestScaleGapOfAPollerThatStalledBeforeItCrashed(t *testing.T) {
+	s := time.Second
+	join := 5 * s
+	for _, stall := range []time.Duration{ms(900), 4*s + ms(300)} {
+		b := newBuilder().life("a", history.LifeStarted, 0).life("b", history.LifeStarted, 0).
+			polls("a", "e1", 0, join+ms(100), s, 1).polls("b", "e2", 0, 20*s, s, 1).
+			life("c", history.LifeStarted, join).
+			poll("c", "e1", join+ms(500), join+ms(600), 2).
+			fault("f1", "crash", join+ms(500)+stall, join+ms(500)+stall, true, false, "c").
+			life("c", history.LifeCrashed, join+ms(500)+stall).
+			polls("b", "e1", join+ms(500)+stall+ms(2500), 20*s, s, 3)
+		b.meta.FailoverBound = SpecFailoverBound(b.meta.LeaseTTL)
+		b.meta.Timing = &history.Timing{RenewInterval: s, OpTimeout: ms(300), PollDuration: ms(100)}
+		r := resultOf(t, Check(b.build(), DefaultOptions()), InvFailover)
+		if stall < s {
+			require.NotContains(t, allText(r), "e1 not polled", "a poller that kept its cadence until its crash")
+			continue
+		}
+		require.Equal(t, Violated, r.Outcome, allText(r))
+		require.Contains(t, allText(r), "e1 not polled for 6.8s")
+	}
+}

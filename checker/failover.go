@@ -220,24 +220,33 @@ func tableNote(fos []Failover) string {
 func round(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
 
 // composed returns the deadline for endpoint ep after fault fe, whose own deadline is first, given that
-// it was taken over by poll to (nil if never): the later of first and the deadline of every other fault
-// that began before the takeover and before the deadline so far, and hindered this takeover. A
-// backend-wide fault hinders every takeover (on a Redis Cluster, those of the endpoints on the slots it
-// touched); an instance fault hinders when it hit an instance that held ep since fe began (fe's target
-// again, or the survivor that took ep over before it could poll), or, for a slow fault, the instance
-// that took it over. A slow fault adds its delay; the others move the deadline to theirs.
+// it was taken over by poll to (nil if never). See extended.
 func (idx *index) composed(fe *history.Event, first Deadline, ep string, to *history.Event) Deadline {
-	d := first
-	stop := idx.end
+	stop, taker := idx.end, ""
 	if to != nil {
-		stop = to.At
+		stop, taker = to.At, to.Instance
 	}
+	return idx.extended(first, ep, fe.At, stop, taker, fe)
+}
+
+// extended returns deadline d for endpoint ep moved by the faults that hindered it: the later of d and
+// the deadline of every other fault (not skip) that overlaps [since, the deadline so far], began before
+// stop (when the endpoint was polled again, or the end of the run) and hindered ep.
+//
+// A backend-wide fault hinders every endpoint (on a Redis Cluster, those on the slots it touched). An
+// instance fault hinders ep when it hit an instance that held ep in good standing when it began (see
+// heldInStanding): the holder, or a survivor that took ep over and was hit before it could poll; an
+// instance that had already stopped polling ep before the fault left ep unpolled on its own, and the
+// fault excuses nothing. A slow fault hinders when it hit such a holder or the instance taker that
+// polled ep next, and adds its delay; the others move the deadline to theirs. Each fault that moved it
+// is named in d.Why, with the deadline it set.
+func (idx *index) extended(d Deadline, ep string, since, stop time.Duration, taker string, skip *history.Event) Deadline {
 	var slots map[string][]int
-	used := map[*history.Event]bool{fe: true}
+	used := map[*history.Event]bool{skip: true}
 	for changed := true; changed; {
 		changed = false
 		for _, g := range idx.faults {
-			if used[g] || g.At > d.At || g.At >= stop || idx.faultEnd(g) < fe.At {
+			if used[g] || g.At > d.At || g.At >= stop || idx.faultEnd(g) < since {
 				continue
 			}
 			gd, ok := idx.deadline(g)
@@ -257,12 +266,8 @@ func (idx *index) composed(fe *history.Event, first Deadline, ep string, to *his
 					}
 				}
 			} else {
-				held := idx.heldSince(ep, fe, g.At)
-				if gd.Class == ClassSlow && to != nil {
-					held[to.Instance] = true
-				}
 				for _, t := range g.Fault.Targets {
-					hinders = hinders || held[t]
+					hinders = hinders || idx.heldInStanding(ep, t, g.At) || (gd.Class == ClassSlow && t == taker)
 				}
 			}
 			if !hinders {
@@ -274,28 +279,44 @@ func (idx *index) composed(fe *history.Event, first Deadline, ep string, to *his
 				d.Why += fmt.Sprintf("; %s %s adds %v", g.Fault.ID, gd.Why, round(gd.Delay))
 			} else if gd.At > d.At {
 				d.At = gd.At
-				d.Why += fmt.Sprintf("; %s (%s) hindered the takeover: %s", g.Fault.ID, gd.Class, gd.Why)
+				d.Why += fmt.Sprintf("; %s %s hindered it, until %v: %s", g.Fault.ID, g.Fault.Name, round(gd.At), gd.Why)
 			}
 		}
 	}
 	return d
 }
 
-// heldSince returns the instances that held ep from fault fe's start to t: fe's targets, and every
-// instance that reported holding ep or polled it in [fe.At, t].
-func (idx *index) heldSince(ep string, fe *history.Event, t time.Duration) map[string]bool {
-	held := toSet(fe.Fault.Targets)
+// cadence is how long after a poll's start a holder that keeps the cadence it was given starts the
+// next: a poll's duration, a poll interval, and FailoverTolerance.
+func (idx *index) cadence() time.Duration {
+	var pd time.Duration
+	if idx.meta.Timing != nil {
+		pd = idx.meta.Timing.PollDuration
+	}
+	return idx.meta.PollInterval + pd + FailoverTolerance
+}
+
+// heldInStanding reports whether instance in held endpoint ep at t and was keeping its cadence: its
+// last poll of ep, or its last report that it held ep, came at most a cadence before t.
+func (idx *index) heldInStanding(ep, in string, t time.Duration) bool {
+	var last time.Duration
+	found := false
+	polls := idx.polls[ep]
+	for i := sort.Search(len(polls), func(i int) bool { return polls[i].At > t }) - 1; i >= 0; i-- {
+		if polls[i].Instance == in && reached(polls[i]) {
+			last, found = polls[i].At, true
+			break
+		}
+	}
 	for _, b := range idx.beliefs[ep] {
-		if b.At >= fe.At && b.At <= t && b.Belief.Held {
-			held[b.Instance] = true
+		if b.At > t {
+			break
+		}
+		if b.Instance == in && b.Belief.Held && (!found || b.At > last) {
+			last, found = b.At, true
 		}
 	}
-	for _, p := range idx.polls[ep] {
-		if p.At >= fe.At && p.At <= t {
-			held[p.Instance] = true
-		}
-	}
-	return held
+	return found && t-last <= idx.cadence()
 }
 
 // graceful reports whether f is a graceful stop, whose handoff Meta.HandoffBound bounds when set.
@@ -412,8 +433,16 @@ func (idx *index) liveInst(in string, t time.Duration) bool {
 // the change and then crashed, say): the rest of the window is that fault's failover, bounded from the
 // fault (FR-017, and the failover check judges it so), and the time before it was the poller's own
 // poll interval. The bound is the same either way; only its start moves to the fault.
+//
+// With the bound table (histories with Meta.Timing), a fault near the change no longer keeps it from
+// being judged: a gap that a fault hindered may last until that fault's deadline (see extended), and a
+// fault that hindered nothing (the change's own start, a drift, a fault on an instance that never held
+// the endpoint) excuses nothing. Older histories skip a change within a bound of a fault that neither
+// removes instances nor is of class none.
 func checkScaleGaps(idx *index, c *collector) int {
 	bound := idx.meta.FailoverBound
+	_, tabled := timingOf(idx.meta)
+	cadence := idx.cadence()
 	judged := 0
 	reported := map[int64]bool{} // poll seq that opens a reported gap
 	for _, le := range idx.lifecycle {
@@ -422,7 +451,7 @@ func checkScaleGaps(idx *index, c *collector) int {
 			continue
 		}
 		t := le.At
-		if nearDisruptiveFault(idx, t-bound, t+bound) {
+		if !tabled && nearDisruptiveFault(idx, t-bound, t+bound) {
 			continue
 		}
 		judged++
@@ -452,15 +481,27 @@ func checkScaleGaps(idx *index, c *collector) int {
 				if removed && gapStart < removedAt {
 					gapStart, from = removedAt, ", counted from the fault that removed an instance"
 				}
-				if at, ok := pollerRemovedWithin(idx, prev.Instance, gapStart, gapEnd); ok {
+				// A poller removed inside the window hands the rest of it to that fault's failover, but
+				// only if it kept its cadence until then: a poller that had stalled before it was removed
+				// left the endpoint unpolled on its own.
+				if at, ok := pollerRemovedWithin(idx, prev.Instance, gapStart, gapEnd); ok && at-prev.At <= cadence {
 					gapStart, from = at, ", counted from the fault that removed its poller"
 				}
-				if gapEnd-gapStart > bound && !reported[prev.Seq] {
+				deadline, why := gapStart+bound, ""
+				if tabled {
+					taker := ""
+					if next != nil {
+						taker = next.Instance
+					}
+					d := idx.extended(Deadline{At: deadline}, ep, gapStart, gapEnd, taker, nil)
+					deadline, why = d.At, d.Why
+				}
+				if gapEnd > deadline && !reported[prev.Seq] {
 					reported[prev.Seq] = true
 					v := Violation{At: prev.At, Endpoint: ep, Instances: []string{prev.Instance},
 						Events: []int64{le.Seq, prev.Seq},
-						Message: fmt.Sprintf("%s not polled for %v (from %v to %v%s) around %s %s at %v, over the bound %v",
-							ep, gapEnd-gapStart, gapStart, gapEnd, from, le.Instance, ch, t, bound)}
+						Message: fmt.Sprintf("%s not polled for %v (from %v to %v%s) around %s %s at %v, over the bound %v%s",
+							ep, round(gapEnd-gapStart), round(gapStart), round(gapEnd), from, le.Instance, ch, round(t), round(deadline-gapStart), why)}
 					if next != nil {
 						v.Instances = append(v.Instances, next.Instance)
 						v.Events = append(v.Events, next.Seq)
@@ -503,10 +544,11 @@ func lastRemovingFault(idx *index, from, to time.Duration) (time.Duration, bool)
 	return at, found
 }
 
-// nearDisruptiveFault reports whether a fault that does not remove instances overlaps [from, to].
+// nearDisruptiveFault reports whether a fault that does not remove instances, and is not of class none
+// (a start, a clock drift), overlaps [from, to].
 func nearDisruptiveFault(idx *index, from, to time.Duration) bool {
 	for _, f := range idx.faults {
-		if !f.Fault.Removes && f.At <= to && idx.faultEnd(f) >= from {
+		if !f.Fault.Removes && Classify(f.Fault, idx.meta) != ClassNone && f.At <= to && idx.faultEnd(f) >= from {
 			return true
 		}
 	}

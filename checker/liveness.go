@@ -17,16 +17,123 @@ func pausedGrace(pi, discovery time.Duration) time.Duration {
 	return discovery + pi + max(pi/4, 20*time.Millisecond)
 }
 
+// LivenessLimit is how long an active endpoint may go without a poll when no fault excuses it: the
+// lease TTL (a grant may wait for a lease to run out, or for the fresh-dataset guard at the start of a
+// run), a poll interval and a poll's duration (a holder starts its next poll at most an interval after
+// the last one ended), and FailoverTolerance.
+func LivenessLimit(m history.Meta) time.Duration {
+	var pd time.Duration
+	if m.Timing != nil {
+		pd = m.Timing.PollDuration
+	}
+	return m.LeaseTTL + m.PollInterval + pd + FailoverTolerance
+}
+
 // checkLiveness judges two things:
 //
-//   - starvation: in each steady window, every endpoint active there is polled (a poll that reached the
-//     resource starting) at least once every PollInterval+LeaseTTL: no gap between the window's start (or
-//     the last poll before it), successive polls, and the window's end is longer. Without session events
-//     every endpoint is active throughout, and when Meta.Endpoints exceeds the endpoints ever polled the
-//     missing ones are reported too;
+//   - starvation, at every moment of the run: every endpoint, while it is an active poll target, is
+//     polled (a poll that reached the resource starting) within LivenessLimit of the last poll before,
+//     or of when it became active. A fault that hindered the endpoint (see extended: a backend-wide
+//     fault, or one that hit an instance that held it) lets the gap last until the fault's deadline in
+//     the bound table, and no longer; the result says which faults excused which gaps, and until when.
+//     When Meta.Endpoints exceeds the endpoints ever polled (and there are no session events) the
+//     missing ones are reported too. Histories recorded before the bound table (no Meta.Timing) are
+//     judged as they were then: only in their steady windows, by PollInterval+LeaseTTL;
 //   - paused and removed sessions: no poll (of any outcome) of an endpoint starts later than pausedGrace
 //     after its pause or removal, until it is resumed or added again. A poll already in flight may finish.
 func checkLiveness(idx *index, opts Options) Result {
+	m := idx.meta
+	if _, ok := timingOf(m); !ok {
+		return checkLivenessInSteadyWindows(idx, opts)
+	}
+	limit := LivenessLimit(m)
+	var c collector
+	if !idx.hasSessEv && m.Endpoints > len(idx.polls) {
+		c.add(Violation{At: 0, Message: fmt.Sprintf("only %d of the %d endpoints were ever polled", len(idx.polls), m.Endpoints)})
+	}
+	judged, excused := 0, 0
+	var longest excusedGap
+	for _, ep := range idx.pollEndpoints() {
+		for _, a := range idx.activeIntervals(ep) {
+			judged++
+			for _, g := range gapsIn(idx.polls[ep], a.From, min(a.To, idx.end)) {
+				d := Deadline{At: g.from + limit, Why: fmt.Sprintf("the liveness limit, lease TTL + poll interval + poll duration + tolerance = %v", limit)}
+				stop, taker := g.to, ""
+				if g.next != nil {
+					taker = g.next.Instance
+				} else {
+					stop = idx.end
+				}
+				d = idx.extended(d, ep, g.from, stop, taker, nil)
+				if g.to <= d.At {
+					if g.to-g.from > limit {
+						excused++
+						if g.to-g.from > longest.gap {
+							longest = excusedGap{gap: g.to - g.from, ep: ep, why: d.Why}
+						}
+					}
+					continue
+				}
+				what := fmt.Sprintf("%s was not polled for %v (from %v to %v)", ep, round(g.to-g.from), round(g.from), round(g.to))
+				switch {
+				case g.next == nil && g.to == idx.end:
+					what = fmt.Sprintf("%s was not polled after %v (the run ended at %v)", ep, round(g.from), round(g.to))
+				case g.next == nil:
+					what = fmt.Sprintf("%s was not polled from %v until its session was paused or removed at %v", ep, round(g.from), round(g.to))
+				}
+				viol := Violation{At: g.from, Endpoint: ep,
+					Message: fmt.Sprintf("%s; allowed until %v by %s", what, round(d.At), d.Why)}
+				for _, p := range []*history.Event{g.prev, g.next} {
+					if p != nil {
+						viol.Events = append(viol.Events, p.Seq)
+						viol.Instances = append(viol.Instances, p.Instance)
+					}
+				}
+				c.add(viol)
+			}
+		}
+	}
+	paused := checkPausedSessions(idx, &c)
+	scope := fmt.Sprintf("%d endpoint intervals judged for starvation over the whole run (limit %v)", judged, round(limit))
+	if excused > 0 {
+		scope += fmt.Sprintf("; %d longer gaps excused by the faults that hindered them, the longest %v (%s: %s)",
+			excused, round(longest.gap), longest.ep, longest.why)
+	}
+	scope += fmt.Sprintf("; %d pauses or removals judged", paused)
+	return c.result(InvLiveness, opts.MaxViolations,
+		"every active endpoint was polled and no paused session was: "+scope,
+		fmt.Sprintf("%d liveness violations (starved endpoints or paused sessions polled): %s", len(c.list), scope))
+}
+
+// excusedGap is the longest gap over the liveness limit that faults excused.
+type excusedGap struct {
+	gap     time.Duration
+	ep, why string
+}
+
+// gapsIn returns the gaps between the starts of successive polls that reached the resource in
+// [from, to]: the first from `from` (the moment the endpoint became active), the last up to `to` (its
+// next is nil).
+func gapsIn(polls []*history.Event, from, to time.Duration) []gap {
+	var out []gap
+	cur := gap{from: from}
+	i := sort.Search(len(polls), func(i int) bool { return polls[i].At >= from })
+	for ; i < len(polls) && polls[i].At <= to; i++ {
+		p := polls[i]
+		if !reached(p) {
+			continue
+		}
+		cur.to, cur.next = p.At, p
+		out = append(out, cur)
+		cur = gap{from: p.At, prev: p}
+	}
+	cur.to = to
+	return append(out, cur)
+}
+
+// checkLivenessInSteadyWindows judges starvation as histories recorded before the bound table were: in
+// each steady window, every endpoint active there is polled at least once every PollInterval+LeaseTTL.
+func checkLivenessInSteadyWindows(idx *index, opts Options) Result {
 	m := idx.meta
 	slack := m.PollInterval + m.LeaseTTL
 	eps := idx.pollEndpoints()

@@ -22,23 +22,24 @@ const ShardSlotsParam = "slots"
 // lease lapse: it keeps its cadence. Across the fault (from the last poll before it to the first gap
 // that begins more than the specification's bound after its end), each gap between two polls of such
 // an endpoint by one instance, counted from the end of the first poll to the start of the next, is held
-// to its cadence bound (cadenceBound): the poll interval + FailoverTolerance (a holder waits at most the
-// poll interval after a poll; the tolerance is the scheduling on a loaded machine, as in the failover
-// bound), or, for an endpoint whose longest gap between two polls before the fault, by any holders, was
-// longer, that pace and a quarter (a system with a pace of its own, as a baseline that unlocks and locks
-// again between polls, is held to the pace it kept before, not blamed for it); never more than the
-// specification's bound. A gap already over its bound when the fault began is not the fault's doing
-// and is not counted. A change of holder (a
-// handoff, by rebalancing) to the specification's failover bound, lease TTL + FailoverTolerance,
-// between poll starts; so is a gap still open at the end of the run. Endpoints whose keys are in a
-// touched slot are held to the scenario's own bound (Meta.FailoverBound) between poll starts, unless the
-// fault is declared outside the assumptions (a killed primary's unreplicated writes are lost, so its
-// shard's endpoints wait the promotion and the guard it re-arms); then they are not judged here.
+// to its cadence bound (cadenceBound): the poll interval + FailoverTolerance, or, for an endpoint that
+// kept a slower pace before the fault (paceBefore: the second longest gap, so that one handoff or one
+// slow poll is not a pace), that pace and a quarter; never more than the specification's bound. A gap
+// already over its bound when the fault began counts like any other. A change of holder (a handoff, by
+// rebalancing) is held to the specification's failover bound, lease TTL + FailoverTolerance, between
+// poll starts; so is a gap still open at the end of the run.
+//
+// With the bound table (histories with Meta.Timing), another fault that hindered a spared endpoint (see
+// extended: one that hit its holder, or the whole backend) may excuse its gap until that fault's own
+// deadline; a fault that hindered nothing (a drift, a fault on another instance) excuses nothing.
+// Endpoints on touched slots are judged by liveness against the table's deadline for the fault, scoped
+// to its slots (a promotion re-arms the guard: promotion, notice and a TTL), whether or not the fault is
+// declared outside the assumptions. Older histories hold the touched endpoints to the scenario's own
+// bound (Meta.FailoverBound) unless the fault is declared outside the assumptions, and do not judge a
+// shard fault that another fault overlaps.
 //
 // An endpoint's slots are those of the keys its operations named (Op.Key, hash tags honoured); one
-// without operations in the history is not placed, and not judged. A shard fault that another fault
-// overlaps (within the bound after it) is not judged this way: a crash, a pause or a partition may
-// explain a stall on any shard, and the failover check judges those.
+// without operations in the history is not placed, and not judged.
 
 // slotRange is an inclusive range of hash slots.
 type slotRange struct{ lo, hi int }
@@ -121,6 +122,7 @@ func (idx *index) endpointSlots() map[string][]int {
 // shardSummary counts what checkShardGaps judged, for the failover summary.
 type shardSummary struct {
 	faults, healthy, touched, outside, unplaced int
+	tabled                                      int // on touched slots, judged by liveness against the bound table
 	overlapped                                  int // shard faults not judged: another fault overlapped them
 }
 
@@ -135,6 +137,9 @@ func (s shardSummary) String() string {
 	out := skipped + fmt.Sprintf("; %d shard faults: %d endpoints on untouched slots held to their cadence (handoffs to the specification's bound)", s.faults, s.healthy)
 	if s.touched > 0 {
 		out += fmt.Sprintf(", %d on touched slots to the scenario's", s.touched)
+	}
+	if s.tabled > 0 {
+		out += fmt.Sprintf(", %d on touched slots to the bound table's deadline for the fault (judged by liveness)", s.tabled)
 	}
 	if s.outside > 0 {
 		out += fmt.Sprintf(", %d on touched slots not judged (the fault is declared outside the assumptions)", s.outside)
@@ -168,7 +173,8 @@ func checkShardGaps(idx *index, c *collector) shardSummary {
 		}
 		outside := slices.Contains(idx.meta.Assumptions.Outside, f.Name)
 		end := idx.faultEnd(fe)
-		if overlapsOtherFault(idx, fe, fe.At, end+max(spec, idx.meta.FailoverBound)) {
+		_, tabled := timingOf(idx.meta)
+		if !tabled && overlapsOtherFault(idx, fe, fe.At, end+max(spec, idx.meta.FailoverBound)) {
 			// Another fault (a crash, a pause, a partition) may explain a stall on any shard: the
 			// failover check judges that one.
 			sum.overlapped++
@@ -194,6 +200,11 @@ func checkShardGaps(idx *index, c *collector) shardSummary {
 			}
 			bound, where := spec, "a shard the fault did not touch"
 			switch {
+			case touched && tabled:
+				// The bound table's deadline for the fault (a promotion re-arms the guard: the promotion,
+				// notice and a TTL), scoped to its slots, is judged by liveness over the whole run.
+				sum.tabled++
+				continue
 			case touched && outside:
 				sum.outside++
 				continue
@@ -218,6 +229,20 @@ func checkShardGaps(idx *index, c *collector) shardSummary {
 					}
 					return spec, false
 				})
+				if ok && tabled {
+					// Another fault that hindered this endpoint (one that hit its holder, or the whole
+					// backend) may excuse the gap until its own deadline; one that hindered nothing
+					// (a drift, a fault on another instance) excuses nothing.
+					stop, taker := idx.end, ""
+					if g.next != nil {
+						stop, taker = g.next.At, g.next.Instance
+					}
+					d := idx.extended(Deadline{At: g.from + g.bound}, ep, g.from, stop, taker, fe)
+					if g.to <= d.At {
+						continue
+					}
+					g.bound = d.At - g.from
+				}
 			}
 			if !ok {
 				continue
@@ -268,7 +293,8 @@ type shardGapFound struct {
 }
 
 // shardGap returns the gap between successive polls of ep that reached the resource that most exceeds
-// its bound, among those from the last poll at or before from to the first that begins after to.
+// its bound, among those from the last poll at or before from to the first that begins after to (a gap
+// that was already over its bound when the fault began included).
 // boundOf gives a gap's bound, and whether it is measured from the end of the first poll (true) or
 // from its start; a gap still open at the end of the run is measured from its start once the run
 // outlived the bound.
@@ -292,13 +318,6 @@ func shardGap(idx *index, ep string, from, to time.Duration, boundOf func(prev, 
 		g.bound, g.cadence = boundOf(prev, g.next)
 		if g.cadence && prev.End >= prev.At && prev.End != history.Infinity {
 			g.from = prev.End
-		}
-		if from-g.from > g.bound { // over its bound before the fault began: not the fault's doing
-			if g.next == nil {
-				break
-			}
-			prev = g.next
-			continue
 		}
 		if e := g.to - g.from - g.bound; e > 0 && e > excess {
 			worst, excess = g, e
@@ -324,11 +343,13 @@ func cadenceBound(pollInterval, pace, spec time.Duration) time.Duration {
 	return min(b, spec)
 }
 
-// paceBefore is the longest gap, end of one poll to start of the next, between successive polls of ep
-// that both reached the resource and ended before the fault at at, whoever made them: a system that
-// releases between polls and locks again, by the same instance or another, has that pace.
+// paceBefore is the pace an endpoint kept before the fault at at: the second longest gap, end of one
+// poll to start of the next, between successive polls of ep that both reached the resource and ended
+// before the fault, whoever made them. A system that releases between polls and locks again, by the
+// same instance or another, repeats its longest gap and has that pace; a single long gap (one handoff,
+// one slow poll) is not a pace, and the second longest is the pace kept around it.
 func paceBefore(idx *index, ep string, at time.Duration) time.Duration {
-	var longest time.Duration
+	var first, second time.Duration
 	var prev *history.Event
 	for _, p := range idx.polls[ep] {
 		if !reached(p) {
@@ -338,11 +359,17 @@ func paceBefore(idx *index, ep string, at time.Duration) time.Duration {
 			break
 		}
 		if prev != nil {
-			longest = max(longest, p.At-max(prev.At, prev.End))
+			g := p.At - max(prev.At, prev.End)
+			switch {
+			case g > first:
+				first, second = g, first
+			case g > second:
+				second = g
+			}
 		}
 		prev = p
 	}
-	return longest
+	return second
 }
 
 func nodeOrAll(node string) string {

@@ -184,3 +184,52 @@ func (b *builder) drop(match func(history.Event) bool) *builder {
 	b.events = kept
 	return b
 }
+
+// The blind spots of the shard cadence rule, closed: one early handoff is no pace of its own, a gap
+// already over its bound when the fault began still counts, and a fault elsewhere that hindered nothing
+// (a clock drift within the bound on another instance) does not switch the judgement off.
+func TestShardCadenceBlindSpots(t *testing.T) {
+	s := time.Second
+	tabledShard := func() *builder {
+		b := shardBase(true)
+		b.meta.FailoverBound = SpecFailoverBound(b.meta.LeaseTTL)
+		b.meta.Timing = &history.Timing{RenewInterval: s, OpTimeout: ms(300), PollDuration: ms(100)}
+		return b.polls("a", "ep-3", 6*s, 20*s, ms(500), 1).polls("b", "ep-0", 14*s, 20*s, ms(500), 2)
+	}
+	tests := []struct {
+		name string
+		b    *builder
+		msg  string
+	}{
+		{
+			// ep-2 was handed from a to b early on (a 2.5 s gap, within the TTL), then b kept 500 ms; b
+			// stalls 2 s across the fault: the handoff does not lift the cadence bound to 3 s.
+			name: "one early handoff is not a pace",
+			b: tabledShard().drop(func(e history.Event) bool { return e.Kind == history.KindPoll && e.Endpoint == "ep-2" }).
+				polls("a", "ep-2", ms(20), s, ms(500), 1).polls("b", "ep-2", 3*s+ms(500), 5*s+ms(600), ms(500), 2).
+				polls("b", "ep-2", 7*s+ms(500), 20*s, ms(500), 2),
+			msg: "ep-2 (slot 6964, on a shard the fault did not touch) was not polled by its holder b for 1.9s",
+		},
+		{
+			// b's last poll before the fault began at 4.02 s; the gap was over its cadence bound when
+			// the fault came at 6 s, and it goes on to 7 s.
+			name: "a gap already over its bound when the fault began",
+			b: tabledShard().drop(func(e history.Event) bool { return e.Kind == history.KindPoll && e.Endpoint == "ep-2" && e.At > 4*s }).
+				polls("b", "ep-2", 7*s, 20*s, ms(500), 1),
+			msg: "ep-2 (slot 6964, on a shard the fault did not touch) was not polled by its holder b for 3.38s",
+		},
+		{
+			name: "an in-bound clock drift elsewhere does not switch the judgement off",
+			b: tabledShard().fault("f2", "clock-drift", 5*s, 15*s, false, false, "a").
+				polls("b", "ep-2", 8*s+ms(500), 20*s, ms(500), 2),
+			msg: "was not polled by its holder b for 2.88s after a poll",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := resultOf(t, Check(tt.b.build(), Options{}), InvFailover)
+			require.Equal(t, Violated, r.Outcome, allText(r))
+			require.Contains(t, allText(r), tt.msg)
+		})
+	}
+}
