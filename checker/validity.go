@@ -25,7 +25,8 @@ func ownedBy(owner, inst string) bool {
 
 // checkValidity judges, with no competitor needed, that every poll that reached the resource lies inside
 // the poller's own lease: within [reply, request + TTL·(1 − drift bound)] of an acquire or renew of that
-// endpoint by the poller that was confirmed (OK, with a reply), where TTL is the smaller of the lease TTL
+// endpoint by the poller that was confirmed (OK, with a reply, and, when the system confirms writes with
+// WAIT, replicated: not history.Op.NotReplicated), where TTL is the smaller of the lease TTL
 // and the TTL the operation set. Windows that meet or overlap join, since a renewal confirmed inside one
 // window carries the lease on. A poll cut short by its context may end up to TTL·drift bound later (see
 // cutSlack). The bound is on the harness clock: the request cannot have reached the
@@ -51,7 +52,9 @@ func checkValidity(idx *index, opts Options) Result {
 		}
 		anyGrant = true
 		tried[key{e.Instance, e.Endpoint}] = true
-		if !e.Op.OK || e.Op.Unknown || e.End == history.Infinity || e.End < e.At || e.Endpoint == "" {
+		// A write WAIT did not confirm (NotReplicated) is no confirmed lease: a failover may discard it,
+		// and a system that waits for WAIT does not count it.
+		if !e.Op.OK || e.Op.Unknown || e.Op.NotReplicated || e.End == history.Infinity || e.End < e.At || e.Endpoint == "" {
 			continue
 		}
 		k := key{e.Instance, e.Endpoint}

@@ -209,3 +209,16 @@ func TestFencingAcrossWipe(t *testing.T) {
 		fault("f1", "redis-restart", 3*s, 4*s, false, true).held("b", "e1", 5*s, 3, acq, 0).build()
 	require.Equal(t, Violated, resultOf(t, Check(h, DefaultOptions()), InvFencing).Outcome)
 }
+
+// A grant that WAIT did not confirm (not replicated) is no confirmed lease: polls that rest on it lie
+// outside the poller's lease.
+func TestValidityIgnoresGrantsWAITDidNotConfirm(t *testing.T) {
+	s := time.Second
+	key := "poll:lease:e1"
+	b := newBuilder().op("a", history.OpAcquire, key, "a", 3*s, 0, ms(5), true, "").
+		polls("a", "e1", ms(10), 2*s, s, 1)
+	b.events[len(b.events)-3].Op.NotReplicated = true // the acquire
+	r := resultOf(t, Check(b.build(), DefaultOptions()), InvValidity)
+	require.Equal(t, Violated, r.Outcome, r.Message)
+	require.Len(t, r.Violations, 2)
+}
