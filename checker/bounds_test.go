@@ -270,3 +270,21 @@ func TestScaleGapOfAPollerThatStalledBeforeItCrashed(t *testing.T) {
 		require.Contains(t, allText(r), "e1 not polled for 6.8s")
 	}
 }
+
+// Checks that had nothing to judge do not pass: they are skipped with the reason, and a scenario that
+// exists to exercise one of them (Meta.Exercises) is undecided when the run gave it nothing.
+func TestNothingToJudgeIsNoPass(t *testing.T) {
+	s := time.Second
+	b := newBuilder().life("a", history.LifeStarted, 0).polls("a", "e1", ms(10), 20*s, s, 1).
+		fault("f1", "crash", 30*s, 30*s, true, false, "x")
+	rep := Check(b.build(), DefaultOptions())
+	for _, inv := range []string{InvLinearizable, InvFailover} {
+		r := resultOf(t, rep, inv)
+		require.Equal(t, Skipped, r.Outcome, "%s: %s", inv, r.Message)
+		require.Contains(t, r.Message, "nothing to judge")
+	}
+	b.meta.Exercises = []string{InvFailover}
+	r := resultOf(t, Check(b.build(), DefaultOptions()), InvFailover)
+	require.Equal(t, Unknown, r.Outcome, r.Message)
+	require.Contains(t, r.Message, "the scenario exists to exercise failover")
+}

@@ -33,6 +33,7 @@ package checker
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"time"
 
@@ -111,10 +112,23 @@ func Check(h history.History, opts Options) Report {
 	run(InvFencing, skipAll, func() Result { return checkFencing(idx, opts) })
 	run(InvLiveness, skipLive, func() Result { return checkLiveness(idx, opts) })
 
+	exercised(&rep, h.Meta.Exercises)
 	if len(h.Events) > 0 && h.Meta.PollInterval > 0 {
 		rep.Balance = balanceSamples(idx)
 	}
 	return rep
+}
+
+// exercised turns a Skipped result into Unknown for every invariant the scenario exists to exercise
+// (Meta.Exercises): a crash-failover run with no measured takeover is no pass, it is a run that showed
+// nothing.
+func exercised(rep *Report, inv []string) {
+	for i, r := range rep.Results {
+		if r.Outcome == Skipped && slices.Contains(inv, r.Invariant) {
+			rep.Results[i].Outcome = Unknown
+			rep.Results[i].Message = fmt.Sprintf("the scenario exists to exercise %s, and this run gave it nothing to judge (%s)", r.Invariant, r.Message)
+		}
+	}
 }
 
 // timed runs f and stamps the result with its duration.

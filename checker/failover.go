@@ -179,6 +179,13 @@ func checkFailover(idx *index, opts Options) (Result, []Failover) {
 	if unmeasured > 0 {
 		summary += fmt.Sprintf("; %d takeovers not measured because the run ended within the bound", unmeasured)
 	}
+	if len(out) == 0 && gaps == 0 && shards.faults == 0 && len(c.list) == 0 {
+		why := "no fault took an endpoint from its holder and no scale change happened"
+		if faults > 0 {
+			why = fmt.Sprintf("%d faults owed takeovers, but their targets polled no endpoint in the two poll intervals before them", faults)
+		}
+		return Result{Invariant: InvFailover, Outcome: Skipped, Message: "nothing to judge: " + why + shards.String()}, out
+	}
 	return c.result(InvFailover, opts.MaxViolations,
 		summary+": all within the bound",
 		fmt.Sprintf("%d endpoints went unpolled longer than their bound after a fault or scale change; %s",
@@ -454,7 +461,7 @@ func checkScaleGaps(idx *index, c *collector) int {
 		if !tabled && nearDisruptiveFault(idx, t-bound, t+bound) {
 			continue
 		}
-		judged++
+		examined := false
 		removedAt, removed := lastRemovingFault(idx, t-bound, t)
 		for _, ep := range idx.pollEndpoints() {
 			if !idx.activeAt(ep, t) || deactivatedWithin(idx, ep, t-bound, t+bound) {
@@ -464,6 +471,10 @@ func checkScaleGaps(idx *index, c *collector) int {
 			prev, i := lastReachedBy(polls, t)
 			if prev == nil {
 				continue // never polled before the change: a first acquisition, not a handoff
+			}
+			if !examined {
+				examined = true
+				judged++ // a change with nothing polled before it (the initial fleet's start) judges nothing
 			}
 			for ; prev.At < t+bound; i++ {
 				for i < len(polls) && !reached(polls[i]) {

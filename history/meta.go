@@ -69,6 +69,9 @@ type Meta struct {
 	// command on a lease or election key, every write, and every command that failed or went unanswered
 	// is recorded as an event. Nil in older histories (which recorded everything).
 	Counted map[string]map[string]int64 `json:"counted,omitempty"`
+	// Exercises names the invariants this scenario exists to exercise: a run that gives one of them
+	// nothing to judge (a crash-failover run with no measured takeover) is undecided, not a pass.
+	Exercises []string `json:"exercises,omitempty"`
 	// Expect holds the invariants this scenario is expected to violate (for regression scenarios of
 	// broken systems); empty for ordinary scenarios.
 	Expect []string `json:"expect,omitempty"`

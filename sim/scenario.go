@@ -3,6 +3,7 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/tenurelabs/tenure/chaos"
@@ -35,6 +36,10 @@ type Scenario struct {
 	Fencing bool
 	// Timing overrides the spec timing where non-zero (e.g. a poll longer than the TTL).
 	Timing Timing
+	// Exercises names the invariants this scenario exists to exercise (checker.Inv*): a run that gives
+	// one nothing to judge is undecided, not a pass. Failover is added for a scenario whose written steps
+	// take endpoints from a chosen instance (see exercises).
+	Exercises []string
 	// Expect names invariants this scenario is expected to violate (for broken systems' regressions).
 	Expect []string
 	// NeedsBackendControl is set when a step kills, restarts or pauses the backend.
@@ -152,4 +157,32 @@ func (s Scenario) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// exercises returns the invariants scenario sc exists to exercise (t is its timing in spec time, as its
+// steps are): its own Exercises, and failover
+// when one of its written steps (not a nemesis) takes endpoints from an instance it names (a crash, a
+// partition, a pause, a stop, ... of a slot or of an endpoint's holder): such a run must measure a
+// takeover. An aborted start is left out: the instance it stops never held anything.
+func exercises(sc Scenario, t Timing) []string {
+	out := append([]string(nil), sc.Exercises...)
+	meta := history.Meta{LeaseTTL: t.LeaseTTL, Timing: &history.Timing{RenewInterval: t.RenewInterval, OpTimeout: t.OpTimeout, PollDuration: t.PollDuration}}
+	for _, st := range sc.Steps {
+		f := &history.Fault{Name: st.Fault.Name(), Params: map[string]string{}}
+		switch x := st.Fault.(type) {
+		case chaos.SlowRequests:
+			f.Params["delay"], f.Params["match"] = x.Delay.String(), x.Match
+		case chaos.SlowReplies:
+			f.Params["delay"] = x.Delay.String()
+		case chaos.AbortedStart, chaos.Outage:
+			continue
+		}
+		switch checker.Classify(f, meta) {
+		case checker.ClassGone, checker.ClassSilent, checker.ClassBlind, checker.ClassHandoff:
+			if !slices.Contains(out, checker.InvFailover) {
+				out = append(out, checker.InvFailover)
+			}
+		}
+	}
+	return out
 }
