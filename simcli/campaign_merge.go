@@ -75,6 +75,9 @@ func loadShards(out string, dirs []string) ([]loadedShard, error) {
 		if m.Shard == 0 {
 			return nil, fmt.Errorf("%w: %s is a merge of shards, not a shard: give the shards' own directories", errUsage, d)
 		}
+		if m.Shard > m.Campaign.Shards {
+			return nil, fmt.Errorf("%w: %s calls itself shard %d of %d, which does not exist (was its %s edited?)", errUsage, d, m.Shard, m.Campaign.Shards, fileCampaign)
+		}
 		shards = append(shards, loadedShard{dir: d, m: m})
 	}
 	first := shards[0]

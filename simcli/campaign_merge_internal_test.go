@@ -128,6 +128,10 @@ func TestCampaignMergeRefuses(t *testing.T) {
 	m := fakeShard(t, edited, 2, 99, nil, mergeArgs...)
 	m.Jobs = m.Jobs[1:]
 	require.NoError(t, writeManifest(edited, m))
+	beyond := filepath.Join(root, "beyond")
+	m = fakeShard(t, beyond, 2, 99, nil, mergeArgs...)
+	m.Shard = 3
+	require.NoError(t, writeManifest(beyond, m))
 	full := filepath.Join(root, "full")
 	require.NoError(t, os.MkdirAll(full, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(full, "x"), nil, 0o644))
