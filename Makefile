@@ -6,7 +6,7 @@ CI_REDIS  ?= server
 # A pinned seed keeps the gate reproducible; the soak suite explores other seeds.
 CI_SEED   ?= 1
 
-.PHONY: run test unit suite bench lint build clean
+.PHONY: run test unit suite campaign bench lint build clean
 
 build:
 	$(GO) build -o $(SIMRUN) ./cmd/simrun
@@ -25,6 +25,26 @@ unit:
 suite: build
 	rm -rf simrun-out/ci
 	$(SIMRUN) run --suite ci --seed $(CI_SEED) --redis $(CI_REDIS) --quiet --out simrun-out/ci
+
+## campaign: the campaign to run before resolving an issue: the ci suite for the reference on
+##           CAMPAIGN_SEEDS random seeds per scenario, drawn from CAMPAIGN_SEED (printed; default the
+##           clock), in CAMPAIGN_SHARDS shards run here one after another (each could run on a machine of
+##           its own), then merged into $(CAMPAIGN_OUT)/merged; the merge's exit status is the target's.
+##           CAMPAIGN_SCENARIOS picks other scenarios (names, or --suite NAME)
+CAMPAIGN_SCENARIOS ?= --suite ci
+CAMPAIGN_SEEDS     ?= 10
+CAMPAIGN_SHARDS    ?= 2
+CAMPAIGN_OUT       ?= simrun-out/campaign
+ifndef CAMPAIGN_SEED
+CAMPAIGN_SEED := $(shell date +%s)
+endif
+campaign: build
+	rm -rf $(CAMPAIGN_OUT)
+	for i in $$(seq 1 $(CAMPAIGN_SHARDS)); do \
+	  $(SIMRUN) campaign $(CAMPAIGN_SCENARIOS) --seeds $(CAMPAIGN_SEEDS) --campaign-seed $(CAMPAIGN_SEED) --redis $(CI_REDIS) \
+	    --shard $$i/$(CAMPAIGN_SHARDS) --out $(CAMPAIGN_OUT)/shard-$$i || [ $$? -ne 130 ] || exit 130; \
+	done
+	$(SIMRUN) campaign merge $(CAMPAIGN_OUT)/merged $(CAMPAIGN_OUT)/shard-*
 
 ## bench: library and checker benchmarks, then the harness's figures (failover, handoff, commands per
 ##        renewal, peak memory) over seeds 1-5; the README's Performance table comes from the second part

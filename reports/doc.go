@@ -22,7 +22,9 @@
 //   - history.jsonl: the full recorded history, which can be re-checked and re-rendered later.
 //
 // For a suite, WriteSuite writes index.html, summary.md and junit.xml over every run, linking each run's
-// report by a relative path.
+// report by a relative path. WriteIndex writes the index and the JUnit file alone, for runs a caller
+// summarises its own way (a seed campaign: runs named by scenario and seed, passing ones pruned to their
+// result.json).
 //
 // Reports draw what the history and the checker's report say; they judge nothing themselves, except that
 // Judge applies a scenario's expected violations to a report. Generation is linear in the history's size

@@ -17,6 +17,7 @@ type junitRun struct {
 	meta     history.Meta
 	rep      checker.Report
 	expected []string
+	bySeed   bool // name the test suite by scenario and seed (runs of one scenario on many seeds)
 }
 
 func junitRunOf(meta history.Meta, rep checker.Report, expected []string) junitRun {
@@ -105,6 +106,9 @@ func writeJUnit(w io.Writer, name string, runs []junitRun) error {
 func junitSuite(r junitRun) jSuite {
 	mt := r.meta
 	s := jSuite{Name: mt.Scenario, Time: secs(mt.Duration)}
+	if r.bySeed {
+		s.Name = fmt.Sprintf("%s seed %d", mt.Scenario, mt.Seed)
+	}
 	if !mt.StartedAt.IsZero() {
 		s.Timestamp = mt.StartedAt.UTC().Format("2006-01-02T15:04:05")
 	}
@@ -117,8 +121,11 @@ func junitSuite(r junitRun) jSuite {
 		s.Properties = append(s.Properties, jProperty{"interrupted", "true"})
 	}
 	class := mt.Scenario
+	if r.bySeed {
+		class = fmt.Sprintf("%s.seed-%d", mt.Scenario, mt.Seed)
+	}
 	if mt.Suite != "" {
-		class = mt.Suite + "." + mt.Scenario
+		class = mt.Suite + "." + class
 	}
 	seen := map[string]bool{}
 	for _, res := range r.rep.Results {

@@ -32,6 +32,9 @@ type SuiteEntry struct {
 	Report checker.Report
 	// Passed is the run's verdict after expectations.
 	Passed bool
+	// Pruned says that Dir holds only the run's result.json (a campaign deletes the other files of runs
+	// that passed, to save disk): the index names the run and links its result.json instead of its report.
+	Pruned bool
 
 	_ struct{}
 }
@@ -51,7 +54,7 @@ type suiteCell struct{ Text, Class, Tip string }
 
 type suiteRow struct {
 	Scenario, System, Seed, Verdict, Class, Report, Summary, Failover, Duration, Command string
-	Started, Backend                                                                     string
+	Started, Backend, SummaryWord                                                        string
 	Cells                                                                                []suiteCell
 	passed                                                                               bool
 }
@@ -59,11 +62,28 @@ type suiteRow struct {
 type suitePage struct {
 	CSS            template.CSS
 	Suite, Verdict string
+	Title, Counted string // "suite ci", "scenarios"; "campaign 3f9a21c0d4e2", "runs"
+	Notes          []string
 	VerdictClass   string
 	Passed, Total  int
 	Invariants     []string
 	Rows           []suiteRow
 	Failed         []suiteRow
+}
+
+// IndexOptions shape an index over runs that are not a suite's (a campaign's runs of many scenarios on
+// many seeds).
+type IndexOptions struct {
+	// Title heads the page and names the JUnit file's top element ("campaign 3f9a21c0d4e2"); empty
+	// means "suite NAME".
+	Title string
+	// Notes are lines shown under the title (seeds, shards, wall time).
+	Notes []string
+	// BySeed names each run by its scenario and seed, in the page and in junit.xml: a scenario run on
+	// many seeds would otherwise give test suites of one name, which CI test views fold together.
+	BySeed bool
+
+	_ struct{}
 }
 
 // invariantColumns returns every invariant reported by any run, in order of first appearance.
@@ -87,20 +107,45 @@ func WriteSuite(dir, suite string, runs []SuiteEntry) error {
 	if dir == "" {
 		return ErrNoDir
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("reports: %w", err)
+	p, jruns := suitePageOf(suite, runs, IndexOptions{})
+	return errors.Join(
+		writeIndexFiles(dir, p, jruns),
+		writeFileWith(filepath.Join(dir, FileSummary), func(w io.Writer) error { return suiteMarkdown(w, p) }),
+	)
+}
+
+// WriteIndex writes index.html and junit.xml over runs into dir, as WriteSuite does, and leaves
+// summary.md to the caller (a campaign groups its runs its own way). It creates dir if needed.
+func WriteIndex(dir, name string, runs []SuiteEntry, o IndexOptions) error {
+	if dir == "" {
+		return ErrNoDir
 	}
-	p := suitePage{CSS: template.CSS(styleCSS), Suite: suite, Total: len(runs), Invariants: invariantColumns(runs)}
+	p, jruns := suitePageOf(name, runs, o)
+	return writeIndexFiles(dir, p, jruns)
+}
+
+// suitePageOf builds the index page and the JUnit runs of a set of runs.
+func suitePageOf(suite string, runs []SuiteEntry, o IndexOptions) (suitePage, []junitRun) {
+	p := suitePage{CSS: template.CSS(styleCSS), Suite: suite, Title: "suite " + suite, Counted: "scenarios",
+		Notes: o.Notes, Total: len(runs), Invariants: invariantColumns(runs)}
+	if o.Title != "" {
+		p.Title, p.Counted = o.Title, "runs"
+	}
 	var jruns []junitRun
 	for _, r := range runs {
 		row := suiteRowOf(r, p.Invariants)
+		if o.BySeed {
+			row.Scenario = fmt.Sprintf("%s seed %d", r.Meta.Scenario, r.Meta.Seed)
+		}
 		p.Rows = append(p.Rows, row)
 		if r.Passed {
 			p.Passed++
 		} else {
 			p.Failed = append(p.Failed, row)
 		}
-		jruns = append(jruns, junitRunOf(r.Meta, r.Report, r.Meta.Expect))
+		jr := junitRunOf(r.Meta, r.Report, r.Meta.Expect)
+		jr.bySeed = o.BySeed
+		jruns = append(jruns, jr)
 	}
 	// Failures first; otherwise in the order the runs were given.
 	slices.SortStableFunc(p.Rows, func(a, b suiteRow) int {
@@ -117,10 +162,21 @@ func WriteSuite(dir, suite string, runs []SuiteEntry) error {
 	if p.Passed < p.Total {
 		p.Verdict, p.VerdictClass = "FAILED", "violated"
 	}
+	return p, jruns
+}
+
+// writeIndexFiles writes index.html and junit.xml.
+func writeIndexFiles(dir string, p suitePage, jruns []junitRun) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("reports: %w", err)
+	}
+	name := p.Suite
+	if p.Counted == "runs" {
+		name = p.Title
+	}
 	return errors.Join(
 		writeFileWith(filepath.Join(dir, FileIndex), func(w io.Writer) error { return indexTmpl.Execute(w, p) }),
-		writeFileWith(filepath.Join(dir, FileSummary), func(w io.Writer) error { return suiteMarkdown(w, p) }),
-		writeFileWith(filepath.Join(dir, FileJUnit), func(w io.Writer) error { return writeJUnit(w, suite, jruns) }),
+		writeFileWith(filepath.Join(dir, FileJUnit), func(w io.Writer) error { return writeJUnit(w, name, jruns) }),
 	)
 }
 
@@ -129,8 +185,11 @@ func suiteRowOf(r SuiteEntry, cols []string) suiteRow {
 	mt := r.Meta
 	row := suiteRow{
 		Scenario: mt.Scenario, System: mt.System, Seed: fmt.Sprint(mt.Seed), Report: r.link(FileReport),
-		Summary: r.link(FileSummary), Duration: fmtDur(mt.Duration), Command: mt.Command,
+		Summary: r.link(FileSummary), SummaryWord: "summary", Duration: fmtDur(mt.Duration), Command: mt.Command,
 		Backend: backendShort(mt.Backend), passed: r.Passed,
+	}
+	if r.Pruned {
+		row.Report, row.Summary, row.SummaryWord = "", r.link(FileResult), "result.json"
 	}
 	if !mt.StartedAt.IsZero() {
 		row.Started = mt.StartedAt.UTC().Format("2006-01-02 15:04")
@@ -171,7 +230,7 @@ func suiteMarkdown(w io.Writer, p suitePage) error {
 	if p.Passed < p.Total {
 		icon = "❌"
 	}
-	fmt.Fprintf(&b, "### %s suite %s: %d of %d scenarios passed\n\n", icon, mdCell(p.Suite, 60), p.Passed, p.Total)
+	fmt.Fprintf(&b, "### %s %s: %d of %d %s passed\n\n", icon, mdCell(p.Title, 60), p.Passed, p.Total, p.Counted)
 	b.WriteString("| scenario | verdict |")
 	for _, inv := range p.Invariants {
 		b.WriteString(" " + inv + " |")
@@ -184,7 +243,11 @@ func suiteMarkdown(w io.Writer, p suitePage) error {
 		if r.Class != "pass" {
 			v = "❌"
 		}
-		fmt.Fprintf(&b, "| [%s](%s) | %s |", mdCell(r.Scenario, 60), r.Report, v)
+		if r.Report == "" {
+			fmt.Fprintf(&b, "| %s | %s |", mdCell(r.Scenario, 60), v)
+		} else {
+			fmt.Fprintf(&b, "| [%s](%s) | %s |", mdCell(r.Scenario, 60), r.Report, v)
+		}
 		for _, c := range r.Cells {
 			fmt.Fprintf(&b, " %s |", cellIcon(c.Class))
 		}

@@ -55,6 +55,8 @@ Usage:
   simrun report DIR                     re-check a saved run (DIR/history.jsonl) and render its reports again
   simrun bench SCENARIO... [flags]      failover, handoff, command-rate and memory figures over several seeds
   simrun matrix [flags]                 every system × every scenario of its kind on fixed seeds: a table of verdicts
+  simrun campaign SCENARIO... [flags]   scenarios (or a --suite) on many random seeds, splittable with --shard i/n
+  simrun campaign merge OUT SHARD...    join the shards of a campaign into one index, JUnit file and summary
 
 Each command's --help (simrun run --help, simrun matrix --help, ...) gives its flags.
 Exit status: 0 all invariants held, 1 an invariant was violated or undecided, 2 usage or setup error,
@@ -106,15 +108,17 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		code, err = benchCmd(ctx, args[1:], stdout, stderr)
 	case "matrix":
 		code, err = matrixCmd(ctx, args[1:], stdout, stderr)
+	case "campaign":
+		code, err = campaignCmd(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return ExitOK
 	default:
 		hint := ""
-		if s := suggest(args[0], []string{"list", "run", "report", "bench", "matrix"}); s != "" {
+		if s := suggest(args[0], []string{"list", "run", "report", "bench", "matrix", "campaign"}); s != "" {
 			hint = ": did you mean " + s + "?"
 		}
-		err = fmt.Errorf("%w: unknown command %q%s (want list, run, report, bench or matrix; simrun --help says more)", errUsage, args[0], hint)
+		err = fmt.Errorf("%w: unknown command %q%s (want list, run, report, bench, matrix or campaign; simrun --help says more)", errUsage, args[0], hint)
 	}
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
