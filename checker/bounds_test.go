@@ -288,3 +288,20 @@ func TestNothingToJudgeIsNoPass(t *testing.T) {
 	require.Equal(t, Unknown, r.Outcome, r.Message)
 	require.Contains(t, r.Message, "the scenario exists to exercise failover")
 }
+
+// A fault reaches as far as its own deadline, not only its window: a primary killed at once, whose
+// replica is promoted later, excuses a gap that begins after the kill until the promotion, notice and
+// a TTL.
+func TestAnInstantFaultReachesItsDeadline(t *testing.T) {
+	s := time.Second
+	b := newBuilder().life("a", history.LifeStarted, 0).
+		polls("a", "e1", ms(10), 6*s+ms(800), ms(500), 1).
+		fault("f1", "primary-kill", 6*s, 6*s, false, false).
+		note("promotion: redis-0 -> redis-1", 8*s).
+		polls("a", "e1", 11*s+ms(700), 20*s, ms(500), 2)
+	b.meta.PollInterval = ms(500)
+	b.meta.Timing = &history.Timing{RenewInterval: s, OpTimeout: ms(300), PollDuration: ms(100)}
+	r := resultOf(t, Check(b.build(), DefaultOptions()), InvLiveness)
+	require.Equal(t, Pass, r.Outcome, allText(r))
+	require.Contains(t, r.Message, "f1 primary-kill hindered it, until 12.401s")
+}

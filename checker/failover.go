@@ -237,8 +237,9 @@ func (idx *index) composed(fe *history.Event, first Deadline, ep string, to *his
 }
 
 // extended returns deadline d for endpoint ep moved by the faults that hindered it: the later of d and
-// the deadline of every other fault (not skip) that overlaps [since, the deadline so far], began before
-// stop (when the endpoint was polled again, or the end of the run) and hindered ep.
+// the deadline of every other fault (not skip) whose window or deadline reaches past since, that began
+// before the deadline so far and before stop (when the endpoint was polled again, or the end of the run),
+// and that hindered ep.
 //
 // A backend-wide fault hinders every endpoint (on a Redis Cluster, those on the slots it touched). An
 // instance fault hinders ep when it hit an instance that held ep in good standing when it began (see
@@ -253,11 +254,16 @@ func (idx *index) extended(d Deadline, ep string, since, stop time.Duration, tak
 	for changed := true; changed; {
 		changed = false
 		for _, g := range idx.faults {
-			if used[g] || g.At > d.At || g.At >= stop || idx.faultEnd(g) < since {
+			if used[g] || g.At > d.At || g.At >= stop {
 				continue
 			}
 			gd, ok := idx.deadline(g)
 			if !ok || gd.Class == ClassNone {
+				continue
+			}
+			// The fault reaches as far as its window, and as far as its own deadline: a kill whose
+			// replica is promoted later, a restart whose guard runs a TTL after it.
+			if max(idx.faultEnd(g), gd.At) < since {
 				continue
 			}
 			hinders := false
