@@ -80,3 +80,33 @@ func TestLostWriteDiagnosedWhenThePromotionNoteTrails(t *testing.T) {
 	require.Equal(t, Violated, r.Outcome, r.Message)
 	require.NotContains(t, r.Violations[0].Message, "lost acknowledged write")
 }
+
+// A lost acknowledged write is the backend's doing, and caught, only under a fault declared outside the
+// assumptions that was under way when it was found (its window and a TTL after): declared but long over,
+// or not declared at all, it is a violation of the system's run like any other non-linearizable key.
+func TestLostWriteIsCaughtOnlyUnderADeclaredFault(t *testing.T) {
+	ttl := time.Second
+	acq, ren := history.OpAcquire, history.OpRenew
+	lost := func(faultAt time.Duration, declare bool) *builder {
+		b := linOnly()
+		if declare {
+			b.assume(0.01, "primary-kill")
+		}
+		at := func(d time.Duration) time.Duration { return 3*ttl + d }
+		return b.faultP("f1", "primary-kill", faultAt, faultAt, map[string]string{}).
+			op("a", acq, key, "a", ttl, at(ms(100)), at(ms(110)), true, "").
+			op("a", ren, key, "a", ttl, at(ms(400)), at(ms(410)), true, "").
+			note(history.NotePromotion+"redis-0 -> redis-1", at(ms(500))).
+			op("b", acq, key, "b", ttl, at(ms(700)), at(ms(710)), true, "")
+	}
+	r := resultOf(t, Check(lost(3*ttl+ms(450), true).build(), DefaultOptions()), InvLinearizable)
+	require.Equal(t, Caught, r.Outcome, r.Message)
+	require.Len(t, r.Caught, 1)
+	require.Equal(t, []string{"f1 primary-kill"}, r.Caught[0].Outside)
+
+	r = resultOf(t, Check(lost(3*ttl+ms(450), false).build(), DefaultOptions()), InvLinearizable)
+	require.Equal(t, Violated, r.Outcome, "not declared: %s", r.Message)
+
+	r = resultOf(t, Check(lost(ms(100), true).build(), DefaultOptions()), InvLinearizable)
+	require.Equal(t, Violated, r.Outcome, "declared, but over more than a TTL before: %s", r.Message)
+}
