@@ -305,3 +305,22 @@ func TestAnInstantFaultReachesItsDeadline(t *testing.T) {
 	require.Equal(t, Pass, r.Outcome, allText(r))
 	require.Contains(t, r.Message, "f1 primary-kill hindered it, until 12.401s")
 }
+
+// A fault hinders an endpoint held by its target when it takes hold: a joining instance that sends an
+// acquire (landed, its reply held) and freezes at once holds the endpoint in the backend; the pause
+// excuses the gap until its deadline, counted from when it took hold.
+func TestAPauseTakingHoldAfterAnAcquireInFlightHindersIt(t *testing.T) {
+	s := time.Second
+	// crashBase's a polls e1 until 5.5 s; one more poll at 5.5 s, then c joins, acquires e1 (the acquire
+	// lands, its reply is held by the pause) and freezes; a takes e1 back once c's lease has run out.
+	b := tabled().polls("a", "e1", 5*s+ms(500), 6*s, s, 1).
+		fault("f1", "start", 6*s, 6*s, false, false, "c").life("c", history.LifeStarted, 6*s).
+		fault("f2", "pause", 6*s, 10*s, false, false, "c")
+	b.add(history.Event{Kind: history.KindOp, At: 6*s + ms(1), End: 10 * s, Instance: "c", Endpoint: "e1",
+		Op: &history.Op{Kind: history.OpAcquire, Key: "poll:lease:e1", Owner: "c", TTL: 3 * s, OK: true}})
+	b.life("c", history.LifePaused, 6*s+ms(2)).polls("a", "e1", 9*s+ms(100), 20*s, s, 2)
+	r := resultOf(t, Check(b.build(), DefaultOptions()), InvFailover)
+	require.NotContains(t, allText(r), "e1 not polled", allText(r))
+	r = resultOf(t, Check(b.build(), DefaultOptions()), InvLiveness)
+	require.Equal(t, Pass, r.Outcome, allText(r))
+}

@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"sort"
@@ -279,8 +280,10 @@ func (idx *index) extended(d Deadline, ep string, since, stop time.Duration, tak
 					}
 				}
 			} else {
+				// Standing is judged when the fault took hold (a pause: at the target's next poll).
+				at := max(g.At, gd.From)
 				for _, t := range g.Fault.Targets {
-					hinders = hinders || idx.heldInStanding(ep, t, g.At) || (gd.Class == ClassSlow && t == taker)
+					hinders = hinders || idx.heldInStanding(ep, t, at) || (gd.Class == ClassSlow && t == taker)
 				}
 			}
 			if !hinders {
@@ -329,7 +332,36 @@ func (idx *index) heldInStanding(ep, in string, t time.Duration) bool {
 			last, found = b.At, true
 		}
 	}
+	// An acquire or renewal it sent, granted or still unanswered at t, may hold ep in the backend: its
+	// sender holds ep as far as anyone else can tell.
+	for _, e := range idx.opsOf(ep) {
+		if e.At > t {
+			break
+		}
+		if e.Instance != in || (e.Op.Kind != history.OpAcquire && e.Op.Kind != history.OpRenew) {
+			continue
+		}
+		if (e.Op.OK || e.Op.Unknown || e.End > t) && (!found || e.At > last) {
+			last, found = e.At, true
+		}
+	}
 	return found && t-last <= idx.cadence()
+}
+
+// opsOf returns the operations on endpoint ep, in call order.
+func (idx *index) opsOf(ep string) []*history.Event {
+	if idx.byEp == nil {
+		idx.byEp = map[string][]*history.Event{}
+		for _, e := range idx.ops {
+			if e.Endpoint != "" {
+				idx.byEp[e.Endpoint] = append(idx.byEp[e.Endpoint], e)
+			}
+		}
+		for _, ops := range idx.byEp {
+			slices.SortStableFunc(ops, func(a, b *history.Event) int { return cmp.Compare(a.At, b.At) })
+		}
+	}
+	return idx.byEp[ep]
 }
 
 // graceful reports whether f is a graceful stop, whose handoff Meta.HandoffBound bounds when set.

@@ -35,6 +35,8 @@ type index struct {
 	active map[string][]history.Window
 	// scope holds the faults outside the system's stated assumptions.
 	scope *scope
+	// byEp holds the operations per endpoint, in call order (built on first use, see opsOf).
+	byEp map[string][]*history.Event
 }
 
 func newIndex(h history.History) *index {
