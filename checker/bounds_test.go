@@ -324,3 +324,38 @@ func TestAPauseTakingHoldAfterAnAcquireInFlightHindersIt(t *testing.T) {
 	r = resultOf(t, Check(b.build(), DefaultOptions()), InvLiveness)
 	require.Equal(t, Pass, r.Outcome, allText(r))
 }
+
+// The run starts on a fresh dataset: an endpoint's first grant may wait for the guard a correct system
+// keeps then (the fleet's first start, notice and a TTL: 4.501 s here), even past the liveness limit
+// (4.201 s), and no longer.
+func TestTheRunStartsOnAFreshDataset(t *testing.T) {
+	s := time.Second
+	for first, ok := range map[time.Duration]bool{4*s + ms(400): true, 4*s + ms(600): false} {
+		b := newBuilder().life("a", history.LifeStarted, ms(100)).polls("a", "e1", first, 20*s, s, 1)
+		b.meta.Timing = &history.Timing{RenewInterval: s, OpTimeout: ms(300), PollDuration: ms(100)}
+		r := resultOf(t, Check(b.build(), DefaultOptions()), InvLiveness)
+		if ok {
+			require.Equal(t, Pass, r.Outcome, allText(r))
+			continue
+		}
+		require.Equal(t, Violated, r.Outcome, allText(r))
+		require.Contains(t, allText(r), "the run's start on a fresh dataset")
+	}
+}
+
+// A target that still believed it held an endpoint when the fault came was its holder, even if it had
+// not polled in the two intervals before (a starved machine): the takeover is measured.
+func TestAHolderByBeliefIsMeasured(t *testing.T) {
+	s := time.Second
+	b := tabled()
+	b.add(history.Event{Kind: history.KindBelief, At: 5 * s, Instance: "a", Endpoint: "e1",
+		Belief: &history.Belief{Held: true, Token: 1, Deadline: 8 * s}})
+	b.fault("f1", "crash", 7*s, 7*s, true, false, "a").life("a", history.LifeCrashed, 7*s).
+		polls("b", "e1", 9*s, 20*s, s, 2)
+	rep := Check(b.build(), DefaultOptions())
+	var got []string
+	for _, fo := range rep.Failovers {
+		got = append(got, fo.Endpoint)
+	}
+	require.Contains(t, got, "e1", resultOf(t, rep, InvFailover).Message)
+}

@@ -96,6 +96,13 @@ func checkFailover(idx *index, opts Options) (Result, []Failover) {
 		for _, ep := range idx.pollEndpoints() {
 			polls := idx.polls[ep]
 			from := lastPollBy(polls, targets, fe.At-2*pi, fe.At)
+			if from == nil && tabled {
+				// A target that still believed it held ep when the fault came was its holder, even if
+				// a starved machine kept it from polling in the last two intervals.
+				if b := idx.beliefAt(ep, targets, fe.At); b != nil {
+					from = b
+				}
+			}
 			if from == nil || !idx.activeAt(ep, fe.At) {
 				continue
 			}
@@ -165,7 +172,7 @@ func checkFailover(idx *index, opts Options) (Result, []Failover) {
 	summary := fmt.Sprintf("%d takeovers after %d faults", len(lat), faults)
 	if len(lat) > 0 {
 		slices.Sort(lat)
-		summary += fmt.Sprintf(" (p50 %v, max %v)", percentile(lat, 50), lat[len(lat)-1])
+		summary += fmt.Sprintf(" (p50 %v, max %v)", round(percentile(lat, 50)), round(lat[len(lat)-1]))
 	}
 	if tabled {
 		summary += " against the bound table (" + tableNote(out) + ")"
@@ -346,6 +353,26 @@ func (idx *index) heldInStanding(ep, in string, t time.Duration) bool {
 		}
 	}
 	return found && t-last <= idx.cadence()
+}
+
+// beliefAt returns the belief event by which one of insts held ep at t (its last report about ep before
+// t said it held it, and its deadline, if any, had not passed), or nil.
+func (idx *index) beliefAt(ep string, insts map[string]bool, t time.Duration) *history.Event {
+	last := map[string]*history.Event{}
+	for _, b := range idx.beliefs[ep] {
+		if b.At > t {
+			break
+		}
+		if insts[b.Instance] {
+			last[b.Instance] = b
+		}
+	}
+	for _, b := range last {
+		if b.Belief.Held && (b.Belief.Deadline == 0 || b.Belief.Deadline > t) {
+			return b
+		}
+	}
+	return nil
 }
 
 // opsOf returns the operations on endpoint ep, in call order.

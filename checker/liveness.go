@@ -53,11 +53,22 @@ func checkLiveness(idx *index, opts Options) Result {
 	}
 	judged, excused := 0, 0
 	var longest excusedGap
+	start, started := idx.fleetStart()
+	t, _ := timingOf(m)
 	for _, ep := range idx.pollEndpoints() {
 		for _, a := range idx.activeIntervals(ep) {
 			judged++
 			for _, g := range gapsIn(idx.polls[ep], a.From, min(a.To, idx.end)) {
 				d := Deadline{At: g.from + limit, Why: fmt.Sprintf("the liveness limit, lease TTL + poll interval + poll duration + tolerance = %v", limit)}
+				// The run begins on a backend the fleet has never used: a fresh dataset, as after a wipe.
+				// Its first grants may wait for the guard a correct system keeps then, a TTL after it
+				// learns of it, which it does within notice of its start.
+				if started && g.prev == nil && g.from <= start {
+					if fresh := start + notice(t) + m.LeaseTTL + FailoverTolerance; fresh > d.At {
+						d.At = fresh
+						d.Why = fmt.Sprintf("the run's start on a fresh dataset: the fleet's first start (%v), notice (%v), a TTL (%v) and the tolerance", round(start), notice(t), m.LeaseTTL)
+					}
+				}
 				stop, taker := g.to, ""
 				if g.next != nil {
 					taker = g.next.Instance
@@ -249,4 +260,14 @@ func checkPausedSessions(idx *index, c *collector) int {
 		}
 	}
 	return judged
+}
+
+// fleetStart returns when the first instance started (its lifecycle "started" event), if one did.
+func (idx *index) fleetStart() (time.Duration, bool) {
+	for _, e := range idx.lifecycle {
+		if e.Lifecycle.Change == history.LifeStarted {
+			return e.At, true
+		}
+	}
+	return 0, false
 }
