@@ -26,6 +26,10 @@
 // summarises its own way (a seed campaign: runs named by scenario and seed, passing ones pruned to their
 // result.json).
 //
+// Every output directory holds a marker, FileMarker, naming what it holds (a run, or a collection and its
+// runs). CheckOut says whether a directory may be written into, Identify what a directory holds; see
+// SCHEMA.md for the rules.
+//
 // Reports draw what the history and the checker's report say; they judge nothing themselves, except that
 // Judge applies a scenario's expected violations to a report. Generation is linear in the history's size
 // and drawing is bounded by the picture's resolution, so a history of 100,000 events renders in seconds.

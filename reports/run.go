@@ -53,14 +53,19 @@ func (r Run) expected() []string {
 
 // WriteRun writes every file of a run's report into dir, creating it if needed: report.html,
 // linearizability.html (only when r.Linearizability is set), summary.md, result.json, junit.xml and
-// history.jsonl (unless r.KeepHistory). It writes every file it can and returns the errors of those it could not, joined. A
-// failing Linearizability function leaves a page saying so in linearizability.html.
+// history.jsonl (unless r.KeepHistory), and marks dir as a run (FileMarker). It refuses a directory
+// marked as holding anything else. It writes every file it can and returns the errors of those it
+// could not, joined. A failing Linearizability function leaves a page saying so in
+// linearizability.html. Whether dir may be written at all is the caller's to check (CheckOut).
 func WriteRun(dir string, r Run) error {
 	if dir == "" {
 		return ErrNoDir
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("reports: %w", err)
+	}
+	if err := ensureMarker(dir, KindRun, nil); err != nil {
+		return err
 	}
 	var errs []error
 	linOK := false

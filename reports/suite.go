@@ -102,10 +102,15 @@ func invariantColumns(runs []SuiteEntry) []string {
 }
 
 // WriteSuite writes index.html, summary.md and junit.xml for a suite into dir, linking each run's
-// report.html by its relative directory. It creates dir if needed.
+// report.html by its relative directory. It creates dir if needed, and marks it as a suite of these runs
+// unless it is marked already as a collection (a suite, matrix, bench or campaign, whose marker names
+// its runs); it refuses a run's directory.
 func WriteSuite(dir, suite string, runs []SuiteEntry) error {
 	if dir == "" {
 		return ErrNoDir
+	}
+	if err := ensureMarker(dir, KindSuite, runDirs(runs)); err != nil {
+		return err
 	}
 	p, jruns := suitePageOf(suite, runs, IndexOptions{})
 	return errors.Join(
@@ -115,13 +120,30 @@ func WriteSuite(dir, suite string, runs []SuiteEntry) error {
 }
 
 // WriteIndex writes index.html and junit.xml over runs into dir, as WriteSuite does, and leaves
-// summary.md to the caller (a campaign groups its runs its own way). It creates dir if needed.
+// summary.md to the caller (a campaign groups its runs its own way). It creates dir if needed, and marks
+// it as a campaign of these runs unless it is marked already as a collection; it refuses a run's
+// directory.
 func WriteIndex(dir, name string, runs []SuiteEntry, o IndexOptions) error {
 	if dir == "" {
 		return ErrNoDir
 	}
+	if err := ensureMarker(dir, KindCampaign, runDirs(runs)); err != nil {
+		return err
+	}
 	p, jruns := suitePageOf(name, runs, o)
 	return writeIndexFiles(dir, p, jruns)
+}
+
+// runDirs are the entries' directories inside the collection's, for its marker (a merged campaign
+// links runs that live in its shards' directories).
+func runDirs(runs []SuiteEntry) []string {
+	var dirs []string
+	for _, r := range runs {
+		if d := filepath.Clean(r.Dir); d != "." && filepath.IsLocal(d) {
+			dirs = append(dirs, filepath.ToSlash(d))
+		}
+	}
+	return dirs
 }
 
 // suitePageOf builds the index page and the JUnit runs of a set of runs.
