@@ -49,6 +49,7 @@ type benchFlags struct {
 	runs int
 	keep bool
 	json bool
+	col  *collection // the directory the kept runs go into
 }
 
 // runOnlyFlags are flags of 'simrun run' that mean nothing to bench: suites and soak durations choose
@@ -102,14 +103,18 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	if base == "" {
 		base = filepath.Join("simrun-out", fmt.Sprintf("%s-bench-%d", time.Now().Format("20060102-150405"), b.seed))
 	}
-	_, statErr := os.Stat(base)
-	baseCreated := os.IsNotExist(statErr)
+	var dirs []string
 	for _, j := range jobs {
 		for i := 0; i < b.runs; i++ {
-			if _, err := os.Stat(runDir(base, j.opts.Scenario.Name, b.seed+int64(i))); err == nil {
-				return ExitUsage, fmt.Errorf("%w: %s already exists: give another --out", errUsage, runDir(base, j.opts.Scenario.Name, b.seed+int64(i)))
+			d := runDir(base, j.opts.Scenario.Name, b.seed+int64(i))
+			if _, err := os.Stat(d); err == nil {
+				return ExitUsage, fmt.Errorf("%w: %s already exists: give another --out", errUsage, d)
 			}
+			dirs = append(dirs, d)
 		}
+	}
+	if b.col, err = claimOutputs(base, reports.KindBench, dirs); err != nil {
+		return ExitUsage, err
 	}
 
 	log := stdout
@@ -124,8 +129,8 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		fg, k, err := benchScenario(ctx, &b, j, base, log, stderr)
 		kept += k
 		if err != nil {
-			if baseCreated && kept == 0 {
-				_ = os.RemoveAll(base)
+			if kept == 0 {
+				b.col.abandon()
 			}
 			if ctx.Err() != nil {
 				return ExitInterrupted, err
@@ -137,8 +142,8 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		}
 		figs = append(figs, fg)
 	}
-	if baseCreated && kept == 0 {
-		_ = os.RemoveAll(base)
+	if kept == 0 {
+		b.col.abandon() // nothing kept: leave nothing behind, and a directory that was there as it was
 	}
 	if b.json {
 		enc := json.NewEncoder(stdout)
@@ -279,11 +284,20 @@ func benchRun(ctx context.Context, b *benchFlags, o sim.Options, dir string, fg 
 	if statErr == nil {
 		return false, fmt.Errorf("%w: %s already exists: give another --out", errUsage, dir)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := reports.WriteMarker(dir, reports.Marker{Kind: reports.KindRun}); err != nil {
 		return false, fmt.Errorf("create run directory: %w", err)
 	}
-	logf, err := os.Create(filepath.Join(dir, "instances.log"))
+	if err := b.col.add(dir); err != nil {
+		return false, err
+	}
+	// A run that is not kept (it passed, or it could not be set up) leaves nothing behind.
+	drop := func() error {
+		err := os.RemoveAll(dir)
+		return errors.Join(err, b.col.remove(dir))
+	}
+	logf, err := os.Create(filepath.Join(dir, reports.FileLog))
 	if err != nil {
+		_ = drop()
 		return false, err
 	}
 	o.Log = logf
@@ -291,7 +305,7 @@ func benchRun(ctx context.Context, b *benchFlags, o sim.Options, dir string, fg 
 	res, err := sim.Run(ctx, o)
 	_ = logf.Close()
 	if err != nil {
-		_ = os.RemoveAll(dir) // nothing ran: leave no half-run behind
+		_ = drop() // nothing ran: leave no half-run behind
 		return false, fmt.Errorf("%s seed %d: %w", o.Scenario.Name, o.Seed, err)
 	}
 	for _, fe := range res.FaultErrors {
@@ -309,9 +323,9 @@ func benchRun(ctx context.Context, b *benchFlags, o sim.Options, dir string, fg 
 	took := time.Since(started).Round(100 * time.Millisecond)
 	if passed && !interrupted && !b.keep {
 		fmt.Fprintf(log, "  %s seed %d: PASS (%s)\n", o.Scenario.Name, o.Seed, took)
-		return false, os.RemoveAll(dir)
+		return false, drop()
 	}
-	if err := os.WriteFile(filepath.Join(dir, "schedule.txt"), []byte(res.Schedule.String()), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, reports.FileSchedule), []byte(res.Schedule.String()), 0o644); err != nil {
 		return true, err
 	}
 	if err := writeReports(dir, h, rep, passed, opts, false); err != nil {

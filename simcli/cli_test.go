@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tenurelabs/tenure/internal/redistest"
+	"github.com/tenurelabs/tenure/reports"
 	"github.com/tenurelabs/tenure/simcli"
 )
 
@@ -91,8 +92,9 @@ func TestFlagsThatDoNotApplyAreRefused(t *testing.T) {
 	}
 }
 
-// report re-renders a suite directory: every run's reports and the index. history.jsonl is never
-// rewritten, neither of a run nor of a suite's runs.
+// report re-renders a suite directory: every run its marker names, and the index. history.jsonl is
+// never rewritten, neither of a run nor of a suite's runs, and a directory under the suite that its
+// marker does not name is left alone, even when it holds a run.
 func TestReportOfASuiteDirectoryKeepsTheHistories(t *testing.T) {
 	dir := t.TempDir()
 	old := time.Now().Add(-time.Hour).Truncate(time.Second)
@@ -107,6 +109,12 @@ func TestReportOfASuiteDirectoryKeepsTheHistories(t *testing.T) {
 		require.NoError(t, os.Chtimes(p, old, old))
 		saved = append(saved, b)
 	}
+	require.NoError(t, reports.WriteMarker(dir, reports.Marker{Kind: reports.KindSuite, Runs: subs}))
+	stranger := filepath.Join(dir, "not-listed")
+	require.NoError(t, os.MkdirAll(stranger, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(stranger, "history.jsonl"), saved[0], 0o644))
+	before := snapshot(t, stranger)
+
 	code, stdout, stderr := run(t, "report", dir)
 	require.Equal(t, simcli.ExitViolated, code, stdout+stderr)
 	require.Contains(t, stdout, "1 passed, 1 failed")
@@ -124,16 +132,14 @@ func TestReportOfASuiteDirectoryKeepsTheHistories(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, st.ModTime().Equal(old), "history.jsonl of %s was rewritten", d)
 	}
+	require.NotContains(t, string(index), "not-listed")
+	require.Equal(t, before, snapshot(t, stranger), "a directory the suite does not name is left alone")
 	// One run's directory: the same.
 	code, stdout, stderr = run(t, "report", filepath.Join(dir, subs[1]))
 	require.Equal(t, simcli.ExitOK, code, stdout+stderr)
 	st, err := os.Stat(filepath.Join(dir, subs[1], "history.jsonl"))
 	require.NoError(t, err)
 	require.True(t, st.ModTime().Equal(old), "history.jsonl was rewritten")
-	// A directory with no run in it says so.
-	code, _, stderr = run(t, "report", t.TempDir())
-	require.Equal(t, simcli.ExitUsage, code)
-	require.Contains(t, stderr, "no history.jsonl")
 }
 
 // A run stopped by Ctrl-C (its context) is reported as interrupted, with exit status 130, and the

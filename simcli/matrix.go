@@ -80,6 +80,9 @@ type matrixCell struct {
 	runs             []matrixRun
 }
 
+// fileMatrix is the matrix's table in Markdown, next to its index.
+const fileMatrix = "matrix.md"
+
 type matrixRun struct {
 	seed    int64
 	dir     string // relative to the matrix's output directory
@@ -140,6 +143,17 @@ func runMatrix(ctx context.Context, f matrixFlags, stdout, stderr io.Writer) (in
 	if err != nil {
 		return ExitUsage, err
 	}
+	var dirs []string
+	for _, j := range jobs {
+		dirs = append(dirs, j.dir)
+	}
+	col, err := claimOutputs(base, reports.KindMatrix, dirs)
+	if err != nil {
+		return ExitUsage, err
+	}
+	for i := range jobs {
+		jobs[i].col = col
+	}
 	fmt.Fprintf(stdout, "matrix: %d systems × %d scenarios, %d cells, %d runs (seeds %d..%d, time scale %g), %d at a time\n",
 		countRows(cells), countCols(cells), len(cells), len(jobs), f.run.seed, f.run.seed+int64(f.seeds)-1, f.run.timeScale, f.run.parallel)
 
@@ -180,11 +194,13 @@ func runMatrix(ctx context.Context, f matrixFlags, stdout, stderr io.Writer) (in
 		}()
 	}
 	wg.Wait()
+	if !col.wrote() {
+		col.abandon() // nothing ran: leave nothing behind, and a directory that was there as it was
+	}
 	if ctx.Err() != nil {
 		return ExitInterrupted, fmt.Errorf("interrupted: partial histories saved under %s", base)
 	}
 
-	code := ExitOK
 	var entries []reports.SuiteEntry
 	var errored []string
 	for i, r := range results {
@@ -200,27 +216,23 @@ func runMatrix(ctx context.Context, f matrixFlags, stdout, stderr io.Writer) (in
 			mr.words = violatedWords(r.row.outcomes)
 			r.entry.Dir = rel
 			entries = append(entries, r.entry)
-			if !mr.passed && referenceSystems[c.system] && !backendOnly(c.scenario, mr.words) {
-				code = ExitViolated
-			}
 		}
 		c.runs = append(c.runs, mr)
 	}
+	code := matrixCode(cells)
 	if len(entries) == 0 {
-		// Nothing ran: leave nothing behind.
-		_ = os.RemoveAll(base)
 		return ExitUsage, fmt.Errorf("no run of the matrix could be set up: %s", strings.Join(errored, "; "))
 	}
 	table := renderMatrix(cells, f.seeds, f.markdown)
 	fmt.Fprint(stdout, "\n"+table)
 	fmt.Fprint(stdout, failingRuns(cells, base, f.markdown))
-	if err := os.WriteFile(filepath.Join(base, "matrix.md"), []byte(renderMatrix(cells, f.seeds, true)+failingRuns(cells, ".", true)), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(base, fileMatrix), []byte(renderMatrix(cells, f.seeds, true)+failingRuns(cells, ".", true)), 0o644); err != nil {
 		return ExitUsage, fmt.Errorf("write matrix: %w", err)
 	}
 	if err := reports.WriteSuite(base, "matrix", entries); err != nil {
 		return ExitUsage, fmt.Errorf("write matrix index: %w", err)
 	}
-	fmt.Fprintf(stdout, "matrix: %s (%d runs in %s, %d at a time; the runs took %s in all)\n", filepath.Join(base, "matrix.md"),
+	fmt.Fprintf(stdout, "matrix: %s (%d runs in %s, %d at a time; the runs took %s in all)\n", filepath.Join(base, fileMatrix),
 		len(jobs), time.Since(began).Round(time.Second), f.run.parallel, busy.Round(time.Second))
 	if len(errored) > 0 {
 		return ExitUsage, fmt.Errorf("%d of %d runs could not be set up (the others ran; see the table): %s", len(errored), len(jobs), strings.Join(errored, "; "))
@@ -230,6 +242,19 @@ func runMatrix(ctx context.Context, f matrixFlags, stdout, stderr io.Writer) (in
 		fmt.Fprintln(stderr, "simrun: a reference system failed a cell: see the table")
 	}
 	return code, nil
+}
+
+// matrixCode is the matrix's exit code: ExitViolated when a reference system failed a cell other than by
+// the backend alone (backendOnly), else ExitOK.
+func matrixCode(cells []matrixCell) int {
+	for _, c := range cells {
+		for _, r := range c.runs {
+			if !r.passed && !r.errored && referenceSystems[c.system] && !backendOnly(c.scenario, r.words) {
+				return ExitViolated
+			}
+		}
+	}
+	return ExitOK
 }
 
 // matrixParallel is how many runs the matrix keeps going at once by default. A run spends its time
@@ -285,9 +310,6 @@ func planMatrix(f *matrixFlags) ([]matrixCell, []job, string, error) {
 	base := f.run.out
 	if base == "" {
 		base = filepath.Join("simrun-out", fmt.Sprintf("%s-matrix-%d", time.Now().Format("20060102-150405"), f.run.seed))
-	}
-	if entries, err := os.ReadDir(base); err == nil && len(entries) > 0 {
-		return nil, nil, "", fmt.Errorf("%w: --out %s already holds files: give a new or empty directory", errUsage, base)
 	}
 	var cells []matrixCell
 	var jobs []job

@@ -186,7 +186,7 @@ func TestMatrixBadFlags(t *testing.T) {
 		{[]string{"--system", "reference"}, "unknown flag --system for matrix: did you mean --systems?"},
 		{[]string{"gc-pause"}, "no positional arguments"},
 		{[]string{"--redis", "bogus"}, "bogus"},
-		{[]string{"--out", full}, "already holds files"},
+		{[]string{"--out", full}, "holds files simrun did not write (1 entry: x)"},
 	} {
 		var stdout, stderr bytes.Buffer
 		args := append([]string{"matrix", "--out", out}, tc.args...)

@@ -125,6 +125,7 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 type job struct {
 	opts sim.Options
 	dir  string
+	col  *collection // the suite or matrix directory dir belongs to; nil for a run of its own
 }
 
 func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
@@ -147,6 +148,17 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	if err != nil {
 		return ExitUsage, err
 	}
+	var dirs []string
+	for _, j := range jobs {
+		dirs = append(dirs, j.dir)
+	}
+	col, err := claimOutputs(base, reports.KindSuite, dirs)
+	if err != nil {
+		return ExitUsage, err
+	}
+	for i := range jobs {
+		jobs[i].col = col
+	}
 	replayAll := jobs[0].opts.Command
 	if len(jobs) > 1 || f.suite != "" {
 		replayAll = replaySet(f, names)
@@ -157,6 +169,9 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	}
 
 	rows, entries, code, err := runJobs(ctx, &f, jobs, base, stdout, stderr)
+	if col != nil && !col.wrote() {
+		col.abandon() // nothing ran: leave no half-run behind, and a directory that was there as it was
+	}
 	if err != nil && !errors.Is(err, errSomeErrored) {
 		return code, err
 	}
@@ -191,11 +206,6 @@ type result struct {
 // runJobs runs the jobs on f.parallel workers and returns their rows and suite entries in job order. A
 // soak keeps adding jobs (next seed) until its duration is spent.
 func runJobs(ctx context.Context, f *runFlags, jobs []job, base string, stdout, stderr io.Writer) ([]summaryRow, []reports.SuiteEntry, int, error) {
-	baseExisted := false
-	if base != "" {
-		_, err := os.Stat(base)
-		baseExisted = err == nil
-	}
 	out := &syncWriter{w: stdout}
 	deadline := time.Now().Add(f.duration)
 	var mu sync.Mutex
@@ -299,9 +309,6 @@ func runJobs(ctx context.Context, f *runFlags, jobs []job, base string, stdout, 
 		return rows, entries, ExitInterrupted, fmt.Errorf("interrupted: partial histories saved under %s", where)
 	}
 	if firstErr != nil {
-		if base != "" && ran == 0 && !baseExisted {
-			_ = os.RemoveAll(base) // nothing ran: leave no half-run behind
-		}
 		if len(jobs) == 1 {
 			return rows, entries, ExitUsage, firstErr
 		}
@@ -532,12 +539,22 @@ func replaySet(f runFlags, names []string) string {
 
 // runOne runs a job, checks it and writes its reports, even when interrupted.
 func runOne(ctx context.Context, j job, quiet bool, stdout, stderr io.Writer) (summaryRow, reports.SuiteEntry, error) {
+	// Checked again here, as the run is about to write: a soak's next seed was not planned, and a
+	// directory may have changed since the command checked it.
+	if err := reports.CheckOut(j.dir, reports.KindRun); err != nil {
+		return summaryRow{}, reports.SuiteEntry{}, outDirError("run directory", err)
+	}
 	_, statErr := os.Stat(j.dir)
 	created := os.IsNotExist(statErr)
-	if err := os.MkdirAll(j.dir, 0o755); err != nil {
+	_, markErr := os.Stat(filepath.Join(j.dir, reports.FileMarker))
+	hadMarker := markErr == nil
+	if err := reports.WriteMarker(j.dir, reports.Marker{Kind: reports.KindRun}); err != nil {
 		return summaryRow{}, reports.SuiteEntry{}, fmt.Errorf("create output directory: %w", err)
 	}
-	logPath := filepath.Join(j.dir, "instances.log")
+	if err := j.col.add(j.dir); err != nil {
+		return summaryRow{}, reports.SuiteEntry{}, err
+	}
+	logPath := filepath.Join(j.dir, reports.FileLog)
 	logf, err := os.Create(logPath)
 	if err != nil {
 		return summaryRow{}, reports.SuiteEntry{}, err
@@ -559,10 +576,17 @@ func runOne(ctx context.Context, j job, quiet bool, stdout, stderr io.Writer) (s
 	if err != nil {
 		// Nothing ran: leave no half-run behind, and nothing of the user's touched.
 		_ = logf.Close()
-		if created {
+		switch {
+		case created:
 			_ = os.RemoveAll(j.dir)
-		} else {
+		case !hadMarker:
 			_ = os.Remove(logPath)
+			_ = os.Remove(filepath.Join(j.dir, reports.FileMarker))
+		default:
+			_ = os.Remove(logPath)
+		}
+		if created || !hadMarker {
+			_ = j.col.remove(j.dir)
 		}
 		return summaryRow{}, reports.SuiteEntry{}, fmt.Errorf("%s: %w", o.Scenario.Name, err)
 	}
@@ -572,7 +596,7 @@ func runOne(ctx context.Context, j job, quiet bool, stdout, stderr io.Writer) (s
 	for _, ce := range res.CleanupErrors {
 		fmt.Fprintf(stderr, "warning: %s: clean-up after the run: %s\n", o.Scenario.Name, ce)
 	}
-	if err := os.WriteFile(filepath.Join(j.dir, "schedule.txt"), []byte(res.Schedule.String()), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(j.dir, reports.FileSchedule), []byte(res.Schedule.String()), 0o644); err != nil {
 		return summaryRow{}, reports.SuiteEntry{}, err
 	}
 	row, entry, err := judge(j.dir, res.History, false)
@@ -613,86 +637,6 @@ func writeReports(dir string, h history.History, rep checker.Report, passed bool
 		return fmt.Errorf("write reports: %w", err)
 	}
 	return nil
-}
-
-func reportCmd(args []string, stdout io.Writer) (int, error) {
-	if len(args) != 1 || strings.HasPrefix(args[0], "-") {
-		return ExitUsage, fmt.Errorf("%w: simrun report DIR (the directory of one run, holding history.jsonl, or of a suite)", errUsage)
-	}
-	dir := args[0]
-	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		return ExitUsage, fmt.Errorf("%w: %s is not a directory: give the directory of one run or of a suite", errUsage, dir)
-	}
-	if _, err := os.Stat(filepath.Join(dir, reports.FileHistory)); err == nil {
-		row, err := reportOne(dir)
-		if err != nil {
-			return ExitUsage, err
-		}
-		printSummary(stdout, []summaryRow{row})
-		fmt.Fprintf(stdout, "report: %s\n", filepath.Join(dir, reports.FileReport))
-		if !row.passed {
-			return ExitViolated, nil
-		}
-		return ExitOK, nil
-	}
-	// A suite (or a list of scenarios, or a bench): one run per sub-directory.
-	subs, err := os.ReadDir(dir)
-	if err != nil {
-		return ExitUsage, err
-	}
-	var rows []summaryRow
-	var entries []reports.SuiteEntry
-	suite := ""
-	for _, e := range subs {
-		sub := filepath.Join(dir, e.Name())
-		if !e.IsDir() {
-			continue
-		}
-		if _, err := os.Stat(filepath.Join(sub, reports.FileHistory)); err != nil {
-			continue
-		}
-		h, err := history.ReadFile(filepath.Join(sub, reports.FileHistory))
-		if err != nil {
-			return ExitUsage, err
-		}
-		row, entry, err := judge(sub, h, true)
-		if err != nil {
-			return ExitUsage, err
-		}
-		entry.Dir = e.Name()
-		if suite == "" {
-			suite = h.Meta.Suite
-		}
-		rows = append(rows, row)
-		entries = append(entries, entry)
-	}
-	if len(rows) == 0 {
-		return ExitUsage, fmt.Errorf("%w: %s has no history.jsonl, nor has any of its sub-directories: give the directory of one run or of a suite", errUsage, dir)
-	}
-	if suite == "" {
-		suite = "run"
-	}
-	if err := reports.WriteSuite(dir, suite, entries); err != nil {
-		return ExitUsage, fmt.Errorf("write suite index: %w", err)
-	}
-	printSummary(stdout, rows)
-	fmt.Fprintf(stdout, "index: %s\n", filepath.Join(dir, reports.FileIndex))
-	for _, r := range rows {
-		if !r.passed {
-			return ExitViolated, nil
-		}
-	}
-	return ExitOK, nil
-}
-
-// reportOne re-checks the run saved in dir and renders its reports again, leaving history.jsonl as it is.
-func reportOne(dir string) (summaryRow, error) {
-	h, err := history.ReadFile(filepath.Join(dir, reports.FileHistory))
-	if err != nil {
-		return summaryRow{}, err
-	}
-	row, _, err := judge(dir, h, true)
-	return row, err
 }
 
 func isTerminal(w io.Writer) bool {

@@ -52,7 +52,7 @@ Usage:
   simrun list                           scenarios, suites and systems
   simrun run SCENARIO... [flags]        run scenarios
   simrun run --suite NAME [flags]       run a suite (ci, quick, full, soak)
-  simrun report DIR                     re-check a saved run (DIR/history.jsonl) and render its reports again
+  simrun report DIR                     re-check a run, suite or matrix simrun wrote and render its reports again
   simrun bench SCENARIO... [flags]      failover, handoff, command-rate and memory figures over several seeds
   simrun matrix [flags]                 every system × every scenario of its kind on fixed seeds: a table of verdicts
   simrun campaign SCENARIO... [flags]   scenarios (or a --suite) on many random seeds, splittable with --shard i/n

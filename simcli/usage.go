@@ -25,10 +25,13 @@ Flags:
 
 const reportHelp = `Usage: simrun report DIR
 
-Re-checks saved runs and renders their reports again. DIR is the directory of one run (it holds
-history.jsonl) or of a suite or list of runs (its sub-directories hold them; the index is rendered
-again too). history.jsonl is read, never rewritten.
-Exit status: 0 every run held every invariant, 1 one did not, 2 usage error.
+Re-checks saved runs and renders their reports again. DIR is a directory simrun wrote: one run (it
+holds history.jsonl), or a suite, a matrix or a bench (its .tenure.json marker names its runs; the index,
+and a matrix's table, are rendered again too). report acts on DIR alone: it never looks for runs in
+other directories below it. A run written before markers is recognised by a history.jsonl with nothing
+beside it but the files a run writes. history.jsonl is read, never rewritten.
+Exit status: 0 every run held every invariant (a matrix: no reference system failed a cell), 1 one did
+not, 2 usage error or DIR is not a directory simrun wrote.
 `
 
 const listHelp = `Usage: simrun list
