@@ -91,6 +91,11 @@ type KindReporter interface {
 	Kind() string
 }
 
+// Describer is an optional capability of a System: one line on what it is, shown by simrun list.
+type Describer interface {
+	Description() string
+}
+
 // PostgresUser is an optional capability of a System: when UsesPostgres reports true, the harness
 // routes each instance's link to PostgreSQL instead of Redis and fills InstanceConfig.Postgres.
 type PostgresUser interface {

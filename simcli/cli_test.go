@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/tenurelabs/tenure/internal/redistest"
 	"github.com/tenurelabs/tenure/reports"
+	"github.com/tenurelabs/tenure/sim"
 	"github.com/tenurelabs/tenure/simcli"
 )
 
@@ -61,6 +63,28 @@ func TestHelpOfEveryCommand(t *testing.T) {
 	_, stdout, _ := run(t, "run", "--help")
 	for _, f := range []string{"--seed VALUE", "--redis VALUE", "--duration VALUE", "--quiet"} {
 		require.Contains(t, stdout, f)
+	}
+}
+
+// simrun list gives each system its kind and a description.
+func TestListShowsEachSystemsKindAndDescription(t *testing.T) {
+	_, stdout, _ := run(t, "list")
+	lines := map[string]string{}
+	for _, l := range strings.Split(stdout, "\n") {
+		if f := strings.Fields(l); len(f) > 0 {
+			lines[f[0]] = l
+		}
+	}
+	for _, name := range sim.Systems() {
+		sys, err := sim.Lookup(name)
+		require.NoError(t, err)
+		d, ok := sys.(sim.Describer)
+		require.True(t, ok, "%s has no description", name)
+		kind := "lease"
+		if k, ok := sys.(sim.KindReporter); ok {
+			kind = k.Kind()
+		}
+		require.Regexp(t, `^`+name+`\s+`+kind+`\b.*\s`+regexp.QuoteMeta(d.Description())+`$`, lines[name])
 	}
 }
 

@@ -161,11 +161,28 @@ func list(w io.Writer) error {
 		}
 		fmt.Fprintf(tw, "%s\t%g\t%s\t%s\n", su.Name, su.TimeScale, rt, su.Description)
 	}
-	fmt.Fprintln(tw, "\nSYSTEM")
+	fmt.Fprintln(tw, "\nSYSTEM\tKIND\tDESCRIPTION")
 	for _, n := range sim.Systems() {
-		fmt.Fprintln(tw, n)
+		s, err := sim.Lookup(n)
+		if err != nil {
+			return err
+		}
+		desc := "-"
+		if d, ok := s.(sim.Describer); ok {
+			desc = d.Description()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", n, systemKind(s), desc)
 	}
 	return tw.Flush()
+}
+
+// systemKind names what a system is for simrun list: a lease manager or an election, and for an
+// election on PostgreSQL, that.
+func systemKind(s sim.System) string {
+	if usesPostgres(s) {
+		return kindOf(s) + " (PostgreSQL)"
+	}
+	return kindOf(s)
 }
 
 // topologyWord names the Redis deployment a scenario needs, for simrun list.

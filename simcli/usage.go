@@ -36,7 +36,8 @@ not, 2 usage error or DIR is not a directory simrun wrote.
 
 const listHelp = `Usage: simrun list
 
-Lists the scenarios with their fleet and description, the suites and the systems.
+Lists the scenarios with their fleet and description, the suites, and the systems with their kind and
+description.
 `
 
 // printFlags prints the flags of fs, spelled as they are given on the command line.

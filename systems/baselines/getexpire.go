@@ -25,6 +25,11 @@ type GetExpire struct{}
 // Name implements sim.System.
 func (GetExpire) Name() string { return "getexpire" }
 
+// Description implements sim.Describer.
+func (GetExpire) Description() string {
+	return "baseline: a leader lock renewed by GET then EXPIRE, no local deadline, no fencing"
+}
+
 // Kind reports an election history.
 func (GetExpire) Kind() string { return "election" }
 

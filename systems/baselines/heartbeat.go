@@ -28,6 +28,11 @@ type HeartbeatTakeover struct{}
 // Name implements sim.System.
 func (HeartbeatTakeover) Name() string { return "heartbeat-takeover" }
 
+// Description implements sim.Describer.
+func (HeartbeatTakeover) Description() string {
+	return "baseline: leader election by heartbeat age, a follower takes over a stale leader's key"
+}
+
 // Kind reports an election history.
 func (HeartbeatTakeover) Kind() string { return "election" }
 

@@ -24,6 +24,11 @@ type Naive struct{}
 // Name implements sim.System.
 func (Naive) Name() string { return "naive" }
 
+// Description implements sim.Describer.
+func (Naive) Description() string {
+	return "baseline: SET NX PX, unconditional PEXPIRE and DEL, no local deadline, no fencing"
+}
+
 // NewInstance implements sim.System.
 func (Naive) NewInstance(cfg sim.InstanceConfig) (sim.Instance, error) {
 	return &naiveInstance{cfg: cfg, held: map[string]context.CancelFunc{}}, nil

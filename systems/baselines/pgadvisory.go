@@ -28,6 +28,11 @@ type PGAdvisory struct{}
 // Name implements sim.System.
 func (PGAdvisory) Name() string { return "pg-advisory" }
 
+// Description implements sim.Describer.
+func (PGAdvisory) Description() string {
+	return "baseline: a PostgreSQL advisory lock with a lease row, never re-checked after a reconnect"
+}
+
 // Kind reports an election history.
 func (PGAdvisory) Kind() string { return "election" }
 

@@ -30,6 +30,11 @@ type SpecNaive struct{}
 // Name implements sim.System.
 func (SpecNaive) Name() string { return "spec-naive" }
 
+// Description implements sim.Describer.
+func (SpecNaive) Description() string {
+	return "baseline: per-endpoint leases as the specification writes them, no local deadline, no fencing"
+}
+
 // NewInstance implements sim.System.
 func (SpecNaive) NewInstance(cfg sim.InstanceConfig) (sim.Instance, error) {
 	return &specNaiveInstance{cfg: cfg, jit: newJitter(cfg.Seed), held: map[string]*actor{}}, nil

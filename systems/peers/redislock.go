@@ -24,6 +24,11 @@ type RedisLock struct{}
 // Name implements sim.System.
 func (RedisLock) Name() string { return "redislock" }
 
+// Description implements sim.Describer.
+func (RedisLock) Description() string {
+	return "peer: github.com/bsm/redislock, one lock per endpoint, as its README shows"
+}
+
 // The library's scripts, as it sends them (they are not exported). TestRedisLockScripts checks that the
 // library in go.mod still sends exactly these; if a new version changes them, that test fails rather
 // than the model going quiet.

@@ -61,6 +61,17 @@ func (r RedSync) Name() string {
 	return "redsync"
 }
 
+// Description implements sim.Describer.
+func (r RedSync) Description() string {
+	switch {
+	case r.Redlock:
+		return "peer: github.com/go-redsync/redsync/v4 as Redlock, over three independent Redis nodes"
+	case r.SetNXOnExtend:
+		return "peer: github.com/go-redsync/redsync/v4 with WithSetNXOnExtend, on one Redis"
+	}
+	return "peer: github.com/go-redsync/redsync/v4, one mutex per endpoint on one Redis, as its README shows"
+}
+
 // The library's scripts carry their SHA1 in its source; TestRedSyncScripts checks them against what
 // the version in go.mod sends.
 var redsyncScripts = map[string]string{

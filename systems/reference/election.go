@@ -55,6 +55,17 @@ func (e Election) DeadPeerBound(t sim.Timing) time.Duration {
 	return election.PostgresDeadPeerBound(t.LeaseTTL) + t.DiscoveryInterval
 }
 
+// Description implements sim.Describer.
+func (e Election) Description() string {
+	if e.mutant != "" {
+		return "Tenure's leader election (package election), variant " + e.mutant
+	}
+	if e.Postgres {
+		return "Tenure's leader election (package election) on PostgreSQL advisory locks"
+	}
+	return "Tenure's leader election (package election) on Redis"
+}
+
 // Classify implements sim.OpClassifier for the Redis backend's scripts (see election.ScriptNames), so the
 // leader key is checked for linearizability like a lease key. A refused renew or release is not
 // modelled (the scripts also compare the term, which the model does not track); a successful release is

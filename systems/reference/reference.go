@@ -34,6 +34,14 @@ func NewReference() Reference { return Reference{name: "reference", scripts: lea
 // Name implements sim.System.
 func (r Reference) Name() string { return r.name }
 
+// Description implements sim.Describer.
+func (r Reference) Description() string {
+	if r.name != "reference" {
+		return "Tenure's lease manager (package lease), variant " + r.name
+	}
+	return "Tenure's lease manager (package lease): one lease per endpoint over a fleet"
+}
+
 // NewInstance implements sim.System.
 func (r Reference) NewInstance(c sim.InstanceConfig) (sim.Instance, error) {
 	cfg := lease.DefaultConfig()
