@@ -15,6 +15,7 @@ import (
 
 	"github.com/tenurelabs/tenure/internal/redistest"
 	"github.com/tenurelabs/tenure/reports"
+	"github.com/tenurelabs/tenure/scenarios"
 	"github.com/tenurelabs/tenure/sim"
 	"github.com/tenurelabs/tenure/simcli"
 )
@@ -26,15 +27,19 @@ func TestTyposGetOneLineWithASuggestion(t *testing.T) {
 		args []string
 		want string
 	}{
-		"scenario":      {[]string{"run", "crash-failovr"}, `unknown scenario "crash-failovr": did you mean crash-failover?`},
-		"bench":         {[]string{"bench", "redis-partiton"}, "did you mean redis-partition"},
-		"system":        {[]string{"run", "crash-failover", "--system", "refrence"}, `unknown system "refrence": did you mean reference?`},
-		"suite":         {[]string{"run", "--suite", "quik"}, `unknown suite "quik": did you mean quick?`},
-		"flag":          {[]string{"run", "crash-failover", "--sed", "7"}, "unknown flag --sed for run: did you mean --seed?"},
-		"flag value":    {[]string{"run", "crash-failover", "--instances", "x"}, `--instances "x": want a whole number of at least 1`},
-		"switch value":  {[]string{"run", "crash-failover", "--quiet=maybe"}, "--quiet=maybe: a switch is given alone (--quiet)"},
-		"missing value": {[]string{"run", "crash-failover", "--seed"}, "--seed needs a value"},
-		"command":       {[]string{"rn"}, "did you mean run?"},
+		"scenario":        {[]string{"run", "crash-failovr"}, `unknown scenario "crash-failovr": did you mean crash-failover?`},
+		"bench":           {[]string{"bench", "redis-partiton"}, "did you mean redis-partition"},
+		"system":          {[]string{"run", "crash-failover", "--system", "refrence"}, `unknown system "refrence": did you mean reference?`},
+		"suite":           {[]string{"run", "--suite", "quik"}, `unknown suite "quik": did you mean quick?`},
+		"flag":            {[]string{"run", "crash-failover", "--sed", "7"}, "unknown flag --sed for run: did you mean --seed?"},
+		"flag value":      {[]string{"run", "crash-failover", "--instances", "x"}, `--instances "x": want a whole number of at least 1`},
+		"switch value":    {[]string{"run", "crash-failover", "--quiet=maybe"}, "--quiet=maybe: a switch is given alone (--quiet)"},
+		"missing value":   {[]string{"run", "crash-failover", "--seed"}, "--seed needs a value"},
+		"command":         {[]string{"rn"}, "did you mean run?"},
+		"backend":         {[]string{"run", "crash-failover", "--redis", "servr"}, `unknown backend --redis "servr": did you mean server?`},
+		"matrix system":   {[]string{"matrix", "--systems", "reference,refrence"}, `--systems: unknown system "refrence": did you mean reference?`},
+		"matrix scenario": {[]string{"matrix", "--scenarios", "gc-pase"}, `--scenarios: unknown scenario "gc-pase": did you mean gc-pause?`},
+		"matrix backend":  {[]string{"matrix", "--redis", "embeded"}, "did you mean embedded?"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			args := append([]string{tc.args[0], "--out", out}, tc.args[1:]...)
@@ -66,6 +71,35 @@ func TestHelpOfEveryCommand(t *testing.T) {
 	}
 }
 
+// simrun help COMMAND prints that command's own help, as COMMAND --help does.
+func TestHelpCommandPrintsThatCommandsHelp(t *testing.T) {
+	for _, cmd := range []string{"list", "run", "report", "bench", "matrix"} {
+		t.Run(cmd, func(t *testing.T) {
+			code, stdout, stderr := run(t, "help", cmd)
+			require.Equal(t, simcli.ExitOK, code, stderr)
+			_, want, _ := run(t, cmd, "--help")
+			require.Equal(t, want, stdout)
+			_, general, _ := run(t, "help")
+			require.NotEqual(t, general, stdout)
+		})
+	}
+}
+
+// run --help names every registered suite.
+func TestRunHelpListsEverySuite(t *testing.T) {
+	_, stdout, _ := run(t, "run", "--help")
+	var line string
+	for _, l := range strings.Split(stdout, "\n") {
+		if strings.Contains(l, "--suite VALUE") {
+			line = l
+		}
+	}
+	require.NotEmpty(t, line, stdout)
+	for _, su := range scenarios.Suites() {
+		require.Contains(t, line, su.Name)
+	}
+}
+
 // simrun list gives each system its kind and a description.
 func TestListShowsEachSystemsKindAndDescription(t *testing.T) {
 	_, stdout, _ := run(t, "list")
@@ -86,6 +120,17 @@ func TestListShowsEachSystemsKindAndDescription(t *testing.T) {
 		}
 		require.Regexp(t, `^`+name+`\s+`+kind+`\b.*\s`+regexp.QuoteMeta(d.Description())+`$`, lines[name])
 	}
+}
+
+// A time scale too small for the system's timing is refused in one line, not once per instance.
+func TestTooSmallTimeScaleIsSaidOnce(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out")
+	code, _, stderr := run(t, "run", "balance-3x9", "--time-scale", "0.001", "--redis", "embedded", "--quiet", "--out", out)
+	require.Equal(t, simcli.ExitUsage, code, stderr)
+	require.Equal(t, 1, strings.Count(stderr, "\n"), stderr)
+	require.Equal(t, 1, strings.Count(stderr, "must be less than RenewInterval"), stderr)
+	_, err := os.Stat(out)
+	require.True(t, os.IsNotExist(err), "nothing ran: nothing is left")
 }
 
 // Flags that mean nothing for what is run are refused, not ignored.

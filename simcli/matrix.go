@@ -77,7 +77,9 @@ type matrixFlags struct {
 // matrixCell is one system × scenario over every seed.
 type matrixCell struct {
 	system, scenario string
-	runs             []matrixRun
+	// order places the scenario's column: its place in --scenarios (or in the scenarios' own order).
+	order int
+	runs  []matrixRun
 }
 
 // fileMatrix is the matrix's table in Markdown, next to its index.
@@ -154,12 +156,18 @@ func runMatrix(ctx context.Context, f matrixFlags, stdout, stderr io.Writer) (in
 	for i := range jobs {
 		jobs[i].col = col
 	}
-	fmt.Fprintf(stdout, "matrix: %d systems × %d scenarios, %d cells, %d runs (seeds %d..%d, time scale %g), %d at a time\n",
+	// With --markdown, stdout carries the table alone, for a file or a pull-request comment; the
+	// progress goes to stderr.
+	log := stdout
+	if f.markdown {
+		log = stderr
+	}
+	fmt.Fprintf(log, "matrix: %d systems × %d scenarios, %d cells, %d runs (seeds %d..%d, time scale %g), %d at a time\n",
 		countRows(cells), countCols(cells), len(cells), len(jobs), f.run.seed, f.run.seed+int64(f.seeds)-1, f.run.timeScale, f.run.parallel)
 
 	began := time.Now()
 	results := make([]result, len(jobs))
-	out := &syncWriter{w: stdout}
+	out := &syncWriter{w: log}
 	order := longestFirst(jobs)
 	var mu sync.Mutex
 	next := 0
@@ -185,7 +193,7 @@ func runMatrix(ctx context.Context, f matrixFlags, stdout, stderr io.Writer) (in
 				busy += took
 				mu.Unlock()
 				if err != nil && ctx.Err() == nil {
-					fmt.Fprintf(out, "  ERROR %s / %s seed %d: %v\n", jobs[i].opts.System.Name(), jobs[i].opts.Scenario.Name, jobs[i].opts.Seed, err)
+					fmt.Fprintf(out, "  ERROR %s / %s seed %d: %s\n", jobs[i].opts.System.Name(), jobs[i].opts.Scenario.Name, jobs[i].opts.Seed, errText(err))
 				} else if err == nil {
 					fmt.Fprintf(out, "  %s %s / %s seed %d (%s)\n", verdictWord(row.passed), jobs[i].opts.System.Name(), jobs[i].opts.Scenario.Name, jobs[i].opts.Seed, took)
 				}
@@ -210,7 +218,7 @@ func runMatrix(ctx context.Context, f matrixFlags, stdout, stderr io.Writer) (in
 		switch {
 		case r.err != nil:
 			mr.errored = true
-			errored = append(errored, r.err.Error())
+			errored = append(errored, errText(r.err))
 		default:
 			mr.passed = r.row.passed
 			mr.words = violatedWords(r.row.outcomes)
@@ -232,7 +240,7 @@ func runMatrix(ctx context.Context, f matrixFlags, stdout, stderr io.Writer) (in
 	if err := reports.WriteSuite(base, "matrix", entries); err != nil {
 		return ExitUsage, fmt.Errorf("write matrix index: %w", err)
 	}
-	fmt.Fprintf(stdout, "matrix: %s (%d runs in %s, %d at a time; the runs took %s in all)\n", filepath.Join(base, fileMatrix),
+	fmt.Fprintf(log, "matrix: %s (%d runs in %s, %d at a time; the runs took %s in all)\n", filepath.Join(base, fileMatrix),
 		len(jobs), time.Since(began).Round(time.Second), f.run.parallel, busy.Round(time.Second))
 	if len(errored) > 0 {
 		return ExitUsage, fmt.Errorf("%d of %d runs could not be set up (the others ran; see the table): %s", len(errored), len(jobs), strings.Join(errored, "; "))
@@ -284,9 +292,10 @@ func planMatrix(f *matrixFlags) ([]matrixCell, []job, string, error) {
 	if f.run.parallel < 1 {
 		return nil, nil, "", fmt.Errorf("%w: --parallel must be at least 1 (got %d)", errUsage, f.run.parallel)
 	}
-	if err := sim.CheckBackendSpec(f.run.redis); err != nil {
-		return nil, nil, "", fmt.Errorf("%w: %v", errUsage, err)
+	if err := checkBackend(f.run.redis); err != nil {
+		return nil, nil, "", err
 	}
+	f.run.backend = resolveAuto(f.run.redis)
 	if !f.run.timeScaleSet {
 		f.run.timeScale = 0.1
 	}
@@ -296,14 +305,14 @@ func planMatrix(f *matrixFlags) ([]matrixCell, []job, string, error) {
 	systemNames := sim.Systems()
 	if f.systems != "" {
 		var err error
-		if systemNames, err = splitList("--systems", f.systems, func(n string) error { _, err := sim.Lookup(n); return err }); err != nil {
+		if systemNames, err = splitList("--systems", f.systems, checkSystemName); err != nil {
 			return nil, nil, "", err
 		}
 	}
 	scenarioNames := scenarios.Names()
 	if f.scenarios != "" {
 		var err error
-		if scenarioNames, err = splitList("--scenarios", f.scenarios, func(n string) error { _, err := scenarios.Get(n); return err }); err != nil {
+		if scenarioNames, err = splitList("--scenarios", f.scenarios, checkScenarioName); err != nil {
 			return nil, nil, "", err
 		}
 	}
@@ -318,17 +327,24 @@ func planMatrix(f *matrixFlags) ([]matrixCell, []job, string, error) {
 		if err != nil {
 			return nil, nil, "", fmt.Errorf("%w: %v", errUsage, err)
 		}
-		for _, scName := range scenarioNames {
+		for col, scName := range scenarioNames {
 			sc, _ := scenarios.Get(scName)
 			if !fits(system, sc) || (f.cells != nil && !f.cells[[2]string{sysName, scName}]) {
 				continue
 			}
-			cells = append(cells, matrixCell{system: sysName, scenario: scName})
+			cells = append(cells, matrixCell{system: sysName, scenario: scName, order: col})
 			for k := 0; k < f.seeds; k++ {
 				o := sim.Options{System: system, Scenario: sc, Suite: "matrix", Seed: f.run.seed + int64(k), TimeScale: f.run.timeScale,
-					Backend: f.run.redis, Toxiproxy: f.run.toxiproxy, Postgres: f.run.postgres, Instances: f.run.instances, Endpoints: f.run.endpoints}
-				if _, _, err := sim.Plan(o); err != nil {
+					Backend: f.run.backend, Toxiproxy: f.run.toxiproxy, Postgres: f.run.postgres, Instances: f.run.instances, Endpoints: f.run.endpoints}
+				sched, _, err := sim.Plan(o)
+				if err != nil {
 					return nil, nil, "", fmt.Errorf("%w: %s on %s: %v", errUsage, sysName, scName, err)
+				}
+				// The backend this run uses, as 'simrun run' picks it: replay lines name it, not auto.
+				if need, err := sim.TopologyNeed(system, sc.Topology); err == nil {
+					if spec, err := sim.BackendForScenario(f.run.backend, need, sched); err == nil {
+						o.Backend = spec
+					}
 				}
 				o.Command = replay(o, f.run)
 				jobs = append(jobs, job{opts: o, dir: filepath.Join(base, sysName, fmt.Sprintf("%s-%d", scName, o.Seed))})
@@ -352,7 +368,7 @@ func splitList(flagName, s string, check func(string) error) ([]string, error) {
 			return nil, fmt.Errorf("%w: %s %q has an empty name: separate names with single commas", errUsage, flagName, s)
 		}
 		if err := check(n); err != nil {
-			return nil, fmt.Errorf("%w: %s: %v", errUsage, flagName, err)
+			return nil, fmt.Errorf("%w: %s: %s", errUsage, flagName, strings.TrimPrefix(err.Error(), errUsage.Error()+": "))
 		}
 		if seen[n] {
 			return nil, fmt.Errorf("%w: %s names %s twice", errUsage, flagName, n)
@@ -469,10 +485,10 @@ func colsOf(cells []matrixCell) []string {
 			out = append(out, c.scenario)
 		}
 	}
-	// Lease scenarios, then Redis election ones, then PostgreSQL ones, each in the scenarios' own order.
+	// Lease scenarios, then Redis election ones, then PostgreSQL ones, each in the order asked for.
 	idx := map[string]int{}
-	for i, n := range scenarios.Names() {
-		idx[n] = i
+	for _, c := range cells {
+		idx[c.scenario] = c.order
 	}
 	sort.SliceStable(out, func(a, b int) bool {
 		ga, gb := groupOf(out[a]), groupOf(out[b])

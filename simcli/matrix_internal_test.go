@@ -3,6 +3,8 @@ package simcli
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/tenurelabs/tenure/internal/pgtest"
 	"github.com/tenurelabs/tenure/internal/redistest"
+	"github.com/tenurelabs/tenure/scenarios"
 	"github.com/tenurelabs/tenure/sim"
 	_ "github.com/tenurelabs/tenure/systems/baselines"
 	_ "github.com/tenurelabs/tenure/systems/peers"
@@ -163,6 +166,65 @@ func TestMatrixCellsAndTables(t *testing.T) {
 	require.Contains(t, runs, "spec-naive / gc-pause seed 1: two-holders double-poll\n  report: out/spec-naive/gc-pause-1/report.html\n")
 	require.Contains(t, runs, "pg-advisory / election-conn-reset-pg seed 1: could not be set up\n")
 	require.NotContains(t, runs, "seed 2: \n")
+}
+
+// The columns follow the order of --scenarios, within each kind of scenario; without it, the
+// scenarios' own order.
+func TestMatrixColumnsFollowTheScenariosGiven(t *testing.T) {
+	plan := func(scens string) []string {
+		f := matrixFlags{systems: "reference,election-redis", scenarios: scens}
+		f.run.redis, f.run.parallel, f.run.out = "server", 1, filepath.Join(t.TempDir(), "m") // planned only
+		cells, _, _, err := planMatrix(&f)
+		require.NoError(t, err)
+		return colsOf(cells)
+	}
+	require.Equal(t, []string{"redis-partition", "crash-failover", "single-instance", "election-leader-crash-redis"},
+		plan("election-leader-crash-redis,redis-partition,crash-failover,single-instance"))
+	require.Equal(t, []string{"single-instance", "crash-failover", "redis-partition", "election-leader-crash-redis"},
+		plan("single-instance,crash-failover,election-leader-crash-redis,redis-partition"))
+	// Without --scenarios: every scenario, lease ones first, each kind in the scenarios' own order.
+	idx := map[string]int{}
+	for i, n := range scenarios.Names() {
+		idx[n] = i
+	}
+	cols := plan("")
+	require.Greater(t, len(cols), 10)
+	for i := 1; i < len(cols); i++ {
+		if groupOf(cols[i-1]) == groupOf(cols[i]) {
+			require.Less(t, idx[cols[i-1]], idx[cols[i]], "%s before %s", cols[i-1], cols[i])
+		} else {
+			require.Less(t, groupOf(cols[i-1]), groupOf(cols[i]))
+		}
+	}
+}
+
+// A matrix run's replay command names the backend it runs on: what auto chose on this machine, or the
+// deployment its scenario needs.
+func TestMatrixReplayNamesTheBackendThatRuns(t *testing.T) {
+	f := matrixFlags{systems: "reference", scenarios: "crash-failover,sentinel-primary-kill,redis-restart-from-snapshot"}
+	f.run.redis, f.run.parallel, f.run.out = "auto", 1, filepath.Join(t.TempDir(), "m")
+	_, jobs, _, err := planMatrix(&f)
+	require.NoError(t, err)
+	want := map[string]string{"crash-failover": resolveAuto("auto"), "sentinel-primary-kill": "sentinel", "redis-restart-from-snapshot": "server:rdb"}
+	if resolveAuto("auto") != "server" {
+		delete(want, "sentinel-primary-kill") // without redis-server, auto cannot upgrade to these
+		delete(want, "redis-restart-from-snapshot")
+	}
+	for _, j := range jobs {
+		w, ok := want[j.opts.Scenario.Name]
+		if !ok {
+			continue
+		}
+		require.Regexp(t, "--redis "+w+"( |$)", j.opts.Command)
+		require.NotContains(t, j.opts.Command, "auto")
+	}
+}
+
+// An error every instance of a fleet met alike is said once.
+func TestErrTextSaysEachLineOnce(t *testing.T) {
+	same := errors.New("lease: invalid config: OpTimeout (250ms) must be less than RenewInterval (10ms)")
+	err := fmt.Errorf("%w: crash-failover: sim: start fleet: %w", errUsage, errors.Join(same, same, same, errors.New("another")))
+	require.Equal(t, "crash-failover: sim: start fleet: "+same.Error()+"\nanother", errText(err))
 }
 
 // Bad flags are usage errors that name what is wrong and write nothing.

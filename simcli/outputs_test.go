@@ -3,6 +3,7 @@ package simcli_test
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -217,19 +218,34 @@ func TestRerunIntoARunDirectoryIsRefused(t *testing.T) {
 	require.Equal(t, before, snapshot(t, dir))
 }
 
-// The matrix end to end: its directory names its runs, and report re-renders it to the same table,
-// leaving the histories as they were.
+// The matrix end to end: --markdown puts the table alone on stdout, its columns follow --scenarios, its
+// replay commands name the backend that ran, and report re-renders the matrix directory it wrote to the
+// same table, leaving the histories as they were.
 func TestMatrixDirectoryReportsAgain(t *testing.T) {
 	redistest.Start(t)
 	out := filepath.Join(t.TempDir(), "m")
 	code, stdout, stderr := run(t, "matrix", "--systems", "reference,naive", "--scenarios", "balance-3x9,single-instance",
-		"--redis", "server", "--time-scale", "0.05", "--out", out)
+		"--redis", "auto", "--time-scale", "0.05", "--markdown", "--out", out)
 	require.Equal(t, simcli.ExitOK, code, stdout+stderr)
+	require.True(t, strings.HasPrefix(stdout, "\nLease systems:\n\n| system | balance-3x9 | single-instance |\n"), stdout)
+	for _, progress := range []string{"PASS", "matrix:", "runs ("} {
+		require.NotContains(t, stdout, progress, "progress goes to stderr")
+	}
+	require.Contains(t, stderr, "matrix: 2 systems × 2 scenarios")
+	require.Contains(t, stderr, "PASS reference / single-instance seed 1")
 
 	m, err := reports.ReadMarker(out)
 	require.NoError(t, err)
 	require.Equal(t, reports.KindMatrix, m.Kind)
 	require.Equal(t, []string{"reference/balance-3x9-1", "reference/single-instance-1", "naive/balance-3x9-1", "naive/single-instance-1"}, m.Runs)
+	for _, r := range m.Runs {
+		b, err := os.ReadFile(filepath.Join(out, r, "result.json"))
+		require.NoError(t, err)
+		var res struct{ Command string }
+		require.NoError(t, json.Unmarshal(b, &res))
+		require.Contains(t, res.Command, "--redis server", "the replay names the backend auto chose")
+		require.NotContains(t, res.Command, "auto")
+	}
 
 	table, err := os.ReadFile(filepath.Join(out, "matrix.md"))
 	require.NoError(t, err)
@@ -240,7 +256,7 @@ func TestMatrixDirectoryReportsAgain(t *testing.T) {
 	}
 	code, stdout, stderr = run(t, "report", out)
 	require.Equal(t, simcli.ExitOK, code, stdout+stderr)
-	require.Contains(t, stdout, "reference\n  single-instance  pass\n  balance-3x9      pass\n")
+	require.Contains(t, stdout, "reference\n  balance-3x9      pass\n  single-instance  pass\n")
 	again, err := os.ReadFile(filepath.Join(out, "matrix.md"))
 	require.NoError(t, err)
 	require.Equal(t, string(table), string(again))

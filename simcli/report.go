@@ -150,14 +150,18 @@ func reportCollection(dir string, found reports.Found, stdout io.Writer) (int, e
 func cellsOf(entries []reports.SuiteEntry, rows []summaryRow) ([]matrixCell, int) {
 	var cells []matrixCell
 	at := map[[2]string]int{}
+	cols := map[string]int{}
 	seeds := 1
 	for i, e := range entries {
 		key := [2]string{e.Meta.System, e.Meta.Scenario}
 		k, ok := at[key]
 		if !ok {
+			if _, seen := cols[e.Meta.Scenario]; !seen {
+				cols[e.Meta.Scenario] = len(cols)
+			}
 			k = len(cells)
 			at[key] = k
-			cells = append(cells, matrixCell{system: e.Meta.System, scenario: e.Meta.Scenario})
+			cells = append(cells, matrixCell{system: e.Meta.System, scenario: e.Meta.Scenario, order: cols[e.Meta.Scenario]})
 		}
 		cells[k].runs = append(cells[k].runs, matrixRun{seed: e.Meta.Seed, dir: filepath.ToSlash(e.Dir), replay: e.Meta.Command,
 			passed: e.Passed, words: violatedWords(rows[i].outcomes)})

@@ -56,7 +56,7 @@ func (f *runFlags) visit(fs *flag.FlagSet) {
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.suite, "suite", "", "run a suite: ci, quick, full or soak")
+	fs.StringVar(&f.suite, "suite", "", "run a suite: "+suiteNames())
 	f.registerCommon(fs)
 	fs.StringVar(&f.out, "out", "", "output directory (default ./simrun-out/<time>-<name>-<seed>)")
 	fs.DurationVar(&f.duration, "duration", 10*time.Minute, "soak suite: keep drawing new nemesis runs until this much time is spent")
@@ -250,7 +250,7 @@ func runJobs(ctx context.Context, f *runFlags, jobs []job, base string, stdout, 
 					// One scenario that cannot be set up (a backend that does not come up in time, say)
 					// is that scenario's error: the others still run, and the exit code says so. (A single
 					// scenario's error is the run's, said once by Main.)
-					fmt.Fprintf(out, "  ERROR %v\n", err)
+					fmt.Fprintf(out, "  ERROR %s\n", errText(err))
 				}
 				mu.Lock()
 				results = append(results, result{idx: idx, row: row, entry: entry, err: err, job: j})
@@ -281,7 +281,7 @@ func runJobs(ctx context.Context, f *runFlags, jobs []job, base string, stdout, 
 			if firstErr == nil {
 				firstErr = r.err
 			}
-			errored = append(errored, r.err.Error())
+			errored = append(errored, errText(r.err))
 			rows = append(rows, summaryRow{scenario: r.job.opts.Scenario.Name, errored: true, outcomes: map[string]checker.Outcome{}})
 			continue
 		}
@@ -342,8 +342,8 @@ func plan(f *runFlags, names []string) ([]job, string, error) {
 	if f.parallelSet && f.parallel < 1 {
 		return nil, "", fmt.Errorf("%w: --parallel must be at least 1 (got %d)", errUsage, f.parallel)
 	}
-	if err := sim.CheckBackendSpec(f.redis); err != nil {
-		return nil, "", fmt.Errorf("%w: %v", errUsage, err)
+	if err := checkBackend(f.redis); err != nil {
+		return nil, "", err
 	}
 	if f.set["duration"] && f.suite != "soak" {
 		return nil, "", fmt.Errorf("%w: --duration applies only to --suite soak, which repeats the random nemesis until it is spent; leave it out", errUsage)

@@ -51,7 +51,7 @@ const usage = `simrun — put a lease or election implementation through faults 
 Usage:
   simrun list                           scenarios, suites and systems
   simrun run SCENARIO... [flags]        run scenarios
-  simrun run --suite NAME [flags]       run a suite (ci, quick, full, soak)
+  simrun run --suite NAME [flags]       run a suite (simrun list shows them)
   simrun report DIR                     re-check a run, suite or matrix simrun wrote and render its reports again
   simrun bench SCENARIO... [flags]      failover, handoff, command-rate and memory figures over several seeds
   simrun matrix [flags]                 every system × every scenario of its kind on fixed seeds: a table of verdicts
@@ -62,6 +62,25 @@ Each command's --help (simrun run --help, simrun matrix --help, ...) gives its f
 Exit status: 0 all invariants held, 1 an invariant was violated or undecided, 2 usage or setup error,
 130 interrupted (matrix: 0 completed, 1 a reference system failed a cell).
 `
+
+// errText is an error as Main prints it: without the usage mark, and with each line said once (a fleet
+// whose every instance fails alike joins the same error once per instance).
+func errText(err error) string {
+	var kept []string
+	for _, line := range strings.Split(strings.TrimPrefix(err.Error(), errUsage.Error()+": "), "\n") {
+		said := false
+		for _, k := range kept {
+			if k == line || strings.HasSuffix(k, ": "+line) {
+				said = true
+				break
+			}
+		}
+		if !said {
+			kept = append(kept, line)
+		}
+	}
+	return strings.Join(kept, "\n")
+}
 
 // Main runs the command line and returns the exit code. SIGINT and SIGTERM stop a run cleanly: faults are
 // ended, every child process killed, the partial history saved. Main is meant to be the process's main:
@@ -82,6 +101,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return ExitUsage
+	}
+	if len(args) == 2 && args[0] == "help" {
+		args = []string{args[1], "--help"} // simrun help run: that command's own help
 	}
 	var code int
 	var err error
@@ -124,7 +146,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if errors.Is(err, flag.ErrHelp) {
 			return ExitOK
 		}
-		fmt.Fprintf(stderr, "simrun: %s\n", strings.TrimPrefix(err.Error(), "usage: "))
+		fmt.Fprintf(stderr, "simrun: %s\n", errText(err))
 		if code == ExitOK || code == ExitViolated {
 			code = ExitUsage
 		}

@@ -1,6 +1,7 @@
 package simcli
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -117,6 +118,18 @@ func checkScenarioName(name string) error {
 	return unknownName("scenario", name, scenarios.Names(), "simrun list shows them all")
 }
 
+// suiteNames lists the registered suites, as "a, b or c".
+func suiteNames() string {
+	var names []string
+	for _, su := range scenarios.Suites() {
+		names = append(names, su.Name)
+	}
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
 // checkSuiteName refuses a name that is not a suite, suggesting the closest.
 func checkSuiteName(name string) error {
 	if _, err := scenarios.GetSuite(name); err == nil {
@@ -140,6 +153,28 @@ func checkSystemName(name string) error {
 		hint = "simrun list shows them all"
 	}
 	return unknownName("system", name, known, hint)
+}
+
+// backendNames are the --redis values a typo is matched against (addr=HOST:PORT aside); those this
+// build's sim does not accept are left out.
+var backendNames = []string{"auto", "server", "embedded", "server:rdb", "server:aof", "sentinel", "independent", "cluster", "container"}
+
+// checkBackend refuses a --redis value sim does not accept, suggesting the closest name for a typo.
+func checkBackend(spec string) error {
+	err := sim.CheckBackendSpec(spec)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, sim.ErrBackendSpec) {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	var known []string
+	for _, n := range backendNames {
+		if sim.CheckBackendSpec(n) == nil {
+			known = append(known, n)
+		}
+	}
+	return unknownName("backend --redis", spec, known, "valid: "+strings.Join(known, ", ")+" or addr=HOST:PORT")
 }
 
 // suggest returns the names of known closest to name (at most three, comma-separated), or "" when
