@@ -64,7 +64,7 @@ func (b *benchFlags) flagSet() *flag.FlagSet {
 	fs.Lookup("time-scale").Usage = "multiply every spec duration (0.1 = ten times faster; default 0.1)"
 	b.runs = 5
 	fs.Func("runs", "number of seeds to run per scenario (default 5)", positiveInt(&b.runs))
-	fs.StringVar(&b.out, "out", "", "directory for the runs (default ./simrun-out/<time>-bench-<seed>); a run's directory is <scenario>-<seed>")
+	fs.StringVar(&b.out, "out", "", "directory for the runs (default ./simrun-out/<time>-bench-<seed>): new, empty, or a bench simrun wrote; a run's directory is <scenario>-<seed>")
 	fs.BoolVar(&b.keep, "keep", false, "keep the directories (and reports) of runs that passed, too")
 	fs.BoolVar(&b.json, "json", false, "print the figures as JSON, one object per line per scenario; per-run lines go to stderr")
 	return fs

@@ -104,7 +104,7 @@ func matrixCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 	fs.StringVar(&f.scenarios, "scenarios", "", "comma-separated scenarios (default: every scenario)")
 	fs.Func("seeds", "run each cell on this many seeds, from --seed on (default 1)", positiveInt(&f.seeds))
 	fs.BoolVar(&f.markdown, "markdown", false, "print the table as Markdown")
-	fs.StringVar(&f.run.out, "out", "", "output directory (default ./simrun-out/<time>-matrix-<seed>); must not exist or be empty")
+	fs.StringVar(&f.run.out, "out", "", "output directory (default ./simrun-out/<time>-matrix-<seed>): new, empty, or a matrix simrun wrote whose runs are not these")
 	fs.IntVar(&f.run.parallel, "parallel", matrixParallel, "runs at once, each with its own Redis and proxies")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

@@ -58,7 +58,7 @@ func (f *runFlags) visit(fs *flag.FlagSet) {
 func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.suite, "suite", "", "run a suite: "+suiteNames())
 	f.registerCommon(fs)
-	fs.StringVar(&f.out, "out", "", "output directory (default ./simrun-out/<time>-<name>-<seed>)")
+	fs.StringVar(&f.out, "out", "", "output directory (default ./simrun-out/<time>-<name>-<seed>): new, empty, or one simrun wrote of the same kind; never a run that has a history")
 	fs.DurationVar(&f.duration, "duration", 10*time.Minute, "soak suite: keep drawing new nemesis runs until this much time is spent")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress line")
 	fs.IntVar(&f.parallel, "parallel", 0, "run this many scenarios at once, each with its own Redis and proxies (default: the suite's, else 1)")
