@@ -119,11 +119,24 @@ func campaignCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (
 		}
 		base = filepath.Join("simrun-out", time.Now().Format("20060102-150405")+"-"+label)
 	}
+	// A campaign's directory is new or empty: its campaign.json records one campaign's shard.
+	if err := reports.CheckOut(base, reports.KindCampaign); err != nil {
+		return ExitUsage, outDirError("--out", err)
+	}
 	if entries, err := os.ReadDir(base); err == nil && len(entries) > 0 {
 		return ExitUsage, fmt.Errorf("%w: --out %s already holds files: give a new or empty directory", errUsage, base)
 	}
+	var dirs []string
 	for i := range jobs {
 		jobs[i].dir = runDir(base, jobs[i].opts.Scenario.Name, jobs[i].opts.Seed)
+		dirs = append(dirs, jobs[i].dir)
+	}
+	col, err := claimOutputs(base, reports.KindCampaign, dirs)
+	if err != nil {
+		return ExitUsage, err
+	}
+	for i := range jobs {
+		jobs[i].col = col
 	}
 	return runCampaign(ctx, &f, def, jobs, base, stdout, stderr)
 }
@@ -367,7 +380,7 @@ func finishRecord(ctx context.Context, rec jobRecord, row summaryRow, err error,
 	return rec
 }
 
-// pruneRun deletes every file of a run directory but its result.json.
+// pruneRun deletes every file of a run directory but its result.json and its marker.
 func pruneRun(dir string) error {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -375,7 +388,7 @@ func pruneRun(dir string) error {
 	}
 	var errs []error
 	for _, e := range entries {
-		if e.Name() != reports.FileResult {
+		if e.Name() != reports.FileResult && e.Name() != reports.FileMarker {
 			errs = append(errs, os.RemoveAll(filepath.Join(dir, e.Name())))
 		}
 	}

@@ -263,7 +263,8 @@ func judgedHistory(t *testing.T, h history.History, dir string) reports.RunResul
 	return res
 }
 
-// A failing run keeps its directory and its causes; a passing one keeps only its result.json.
+// A failing run keeps its directory and its causes; a passing one keeps only its result.json (and its
+// marker).
 func TestFinishRecordKeepsFailuresAndPrunesPasses(t *testing.T) {
 	base := t.TempDir()
 	ctx := t.Context()
@@ -286,8 +287,9 @@ func TestFinishRecordKeepsFailuresAndPrunesPasses(t *testing.T) {
 	require.Empty(t, rec.Causes)
 	left, err := os.ReadDir(passDir)
 	require.NoError(t, err)
-	require.Len(t, left, 1)
-	require.Equal(t, reports.FileResult, left[0].Name())
+	require.Len(t, left, 2)
+	require.Equal(t, reports.FileMarker, left[0].Name())
+	require.Equal(t, reports.FileResult, left[1].Name())
 
 	keptDir := filepath.Join(base, "kept")
 	judgedRun(t, "reference-redis-partition", keptDir)

@@ -59,6 +59,9 @@ type loadedShard struct {
 // loadShards reads every shard's campaign.json and checks that they are the shards of one campaign,
 // each once and none missing, and that out is a fresh directory apart from them.
 func loadShards(out string, dirs []string) ([]loadedShard, error) {
+	if err := reports.CheckOut(out, reports.KindCampaign); err != nil {
+		return nil, outDirError("OUT", err)
+	}
 	if entries, err := os.ReadDir(out); err == nil && len(entries) > 0 {
 		return nil, fmt.Errorf("%w: %s already holds files: merge into a new or empty directory", errUsage, out)
 	}

@@ -147,7 +147,7 @@ func TestCampaignMergeRefuses(t *testing.T) {
 		"a merge as a shard":   {[]string{fresh(), merged}, []string{"is a merge of shards, not a shard"}},
 		"not a campaign":       {[]string{fresh(), t.TempDir()}, []string{"has no campaign.json"}},
 		"edited":               {[]string{fresh(), s1, edited}, []string{"does not record the jobs of shard 2/2"}},
-		"out holds files":      {[]string{full, s1, s2}, []string{"already holds files"}},
+		"out holds files":      {[]string{full, s1, s2}, []string{"holds files"}},
 		"out is a shard":       {[]string{s1, s1, s2}, []string{"already holds files"}},
 		"no shard":             {[]string{fresh()}, []string{"simrun campaign merge OUT SHARD_DIR..."}},
 		"a flag":               {[]string{"--out", fresh(), s1}, []string{"merge takes no flags"}},

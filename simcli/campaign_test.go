@@ -75,8 +75,9 @@ func TestCampaignShardedAndMerged(t *testing.T) {
 			require.False(t, j.Kept)
 			left, err := os.ReadDir(filepath.Join(dir, j.Dir))
 			require.NoError(t, err)
-			require.Len(t, left, 1, "a passing run keeps only its result.json")
-			require.Equal(t, "result.json", left[0].Name())
+			require.Len(t, left, 2, "a passing run keeps only its result.json and its marker")
+			require.Equal(t, ".tenure.json", left[0].Name())
+			require.Equal(t, "result.json", left[1].Name())
 		}
 		for _, f := range []string{"index.html", "junit.xml", "summary.md"} {
 			require.FileExists(t, filepath.Join(dir, f))
@@ -136,7 +137,7 @@ func TestCampaignUsageErrors(t *testing.T) {
 	}
 	code, _, stderr := run(t, "campaign", "single-instance", "--seed-range", "1-2", "--out", full)
 	require.Equal(t, simcli.ExitUsage, code)
-	require.Contains(t, stderr, "already holds files")
+	require.Contains(t, stderr, "holds files")
 
 	code, stdout, _ := run(t, "campaign", "--help")
 	require.Equal(t, simcli.ExitOK, code)

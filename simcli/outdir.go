@@ -70,7 +70,7 @@ func claimOutputs(base string, kind reports.Kind, runDirs []string) (*collection
 	return c, c.write()
 }
 
-// outError words a refusal of reports.CheckOut for the command line.
+// outDirError words a refusal of reports.CheckOut for the command line.
 func outDirError(what string, err error) error {
 	if errors.Is(err, reports.ErrOutRefused) {
 		return fmt.Errorf("%w: %s %v", errUsage, what, err)
