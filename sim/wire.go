@@ -65,9 +65,11 @@ type WireConfig struct {
 // Traffic the recorder cannot read (not RESP, or over resp.Limits) is still forwarded unchanged; the
 // commands it can no longer match are recorded unknown, and Err reports what went wrong.
 type WireRecorder struct {
-	cfg WireConfig
-	ops opRecorder
-	ln  net.Listener
+	cfg  WireConfig
+	ops  opRecorder
+	ln   net.Listener
+	stop context.CancelFunc // ends the dials under way when the recorder closes
+	base context.Context
 
 	mu     sync.Mutex
 	conns  map[*wireConn][2]net.Conn
@@ -97,7 +99,8 @@ func NewWireRecorder(cfg WireConfig) (*WireRecorder, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sim: wire recorder of %s: listen: %w", cfg.Instance, err)
 	}
-	w := &WireRecorder{cfg: cfg, ln: ln, conns: map[*wireConn][2]net.Conn{},
+	base, stop := context.WithCancel(context.Background())
+	w := &WireRecorder{cfg: cfg, ln: ln, base: base, stop: stop, conns: map[*wireConn][2]net.Conn{},
 		ops: opRecorder{instance: cfg.Instance, node: cfg.Node, rec: cfg.Recorder, classifier: cfg.Classifier,
 			defaults: defaultClassifier{leasePrefix: cfg.KeyPrefix + "lease:"}}}
 	w.wg.Add(1)
@@ -140,6 +143,7 @@ func (w *WireRecorder) Close() error {
 		return nil
 	}
 	w.closed = true
+	w.stop()
 	err := w.ln.Close()
 	for _, pair := range w.conns {
 		_ = pair[0].Close()
@@ -168,7 +172,7 @@ func (w *WireRecorder) accept() {
 // serve forwards one client connection until either side closes it.
 func (w *WireRecorder) serve(client net.Conn) {
 	defer w.wg.Done()
-	ctx, cancel := context.WithTimeout(context.Background(), w.cfg.DialTimeout)
+	ctx, cancel := context.WithTimeout(w.base, w.cfg.DialTimeout)
 	up, err := w.dial(ctx)
 	cancel()
 	if err != nil {
