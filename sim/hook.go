@@ -58,7 +58,7 @@ func (h *recordingHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		at := h.rec.Now()
 		err := next(ctx, cmd)
 		h.wait()
-		if name, counted := h.record(at, h.rec.Now(), cmd, err, false); counted {
+		if name, counted := h.ops().record(at, h.rec.Now(), wireArgs(cmd.Args()), replyOf(cmd), err, false); counted {
 			h.rec.Count(h.instance, name, 1)
 		}
 		return err
@@ -78,7 +78,7 @@ func (h *recordingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redi
 		unconfirmed := unconfirmedByWait(cmds, err)
 		var counted map[string]int64
 		for i, c := range cmds {
-			if name, ok := h.record(at, end, c, cmdErr(c, err), unconfirmed[i]); ok {
+			if name, ok := h.ops().record(at, end, wireArgs(c.Args()), replyOf(c), cmdErr(c, err), unconfirmed[i]); ok {
 				if counted == nil {
 					counted = map[string]int64{}
 				}
@@ -112,7 +112,7 @@ func unconfirmedByWait(cmds []redis.Cmder, err error) []bool {
 	for i := len(cmds) - 1; i >= 0; i-- {
 		c := cmds[i]
 		if strings.EqualFold(c.Name(), "wait") {
-			short = waitShort(c, cmdErr(c, err))
+			short = waitShort(c.Args(), replyOf(c), cmdErr(c, err))
 			continue
 		}
 		out[i] = short
@@ -120,9 +120,9 @@ func unconfirmedByWait(cmds []redis.Cmder, err error) []bool {
 	return out
 }
 
-// waitShort reports whether a WAIT command answered fewer replicas than it asked for, or no number.
-func waitShort(c redis.Cmder, err error) bool {
-	args := c.Args()
+// waitShort reports whether a WAIT command (args, answered reply or err) answered fewer replicas than
+// it asked for, or no number.
+func waitShort(args []any, reply any, err error) bool {
 	if err != nil || len(args) < 2 {
 		return true
 	}
@@ -130,23 +130,57 @@ func waitShort(c redis.Cmder, err error) bool {
 	if perr != nil {
 		return true
 	}
-	got, ok := replyOf(c).(int64)
+	got, ok := reply.(int64)
 	return !ok || got < want
 }
 
-// record adds one command to the history, or reports (name, true) when it is to be counted instead: a
-// read of the system's own bookkeeping (see bookkeeping). unconfirmed says that a WAIT after the
-// command in its pipeline did not confirm it (see unconfirmedByWait).
-func (h *recordingHook) record(at, end time.Duration, cmd redis.Cmder, err error, unconfirmed bool) (string, bool) {
-	name := strings.ToLower(cmd.Name())
+// ops is the hook's opRecorder.
+func (h *recordingHook) ops() opRecorder {
+	return opRecorder{instance: h.instance, node: h.node, rec: h.rec, classifier: h.classifier, defaults: h.defaults}
+}
+
+// opRecorder turns one command and what came back into a history event, or a count: the same for
+// every place that sees commands (the go-redis hook, the wire recorder), so that one traffic gives one
+// history whichever of them watched it.
+type opRecorder struct {
+	instance   string
+	node       string // history.Op.Node
+	rec        *history.Recorder
+	classifier OpClassifier
+	defaults   defaultClassifier
+}
+
+// commandName is a command's name in lower case ("" when args[0] is not a string).
+func commandName(args []any) string {
+	if len(args) == 0 {
+		return ""
+	}
+	s, _ := args[0].(string)
+	return strings.ToLower(s)
+}
+
+// housekeeping reports whether a command only sets up its connection: it is not the system's
+// behaviour and is not recorded.
+func housekeeping(name string) bool {
 	switch name {
 	case "hello", "client", "ping", "select", "auth", "subscribe", "psubscribe", "unsubscribe", "punsubscribe":
-		return "", false // connection housekeeping, not the system's behaviour
+		return true
 	}
-	args := cmd.Args()
-	var reply any
-	if err == nil || errors.Is(err, redis.Nil) {
-		reply = replyOf(cmd)
+	return false
+}
+
+// record adds one command to the history, or reports (name, true) when it is to be counted instead: a
+// read of the system's own bookkeeping (see bookkeeping). args are the command as sent; reply is what
+// came back (as go-redis's generic command reads it) unless err is set; err is the error reply
+// (redis.Error), redis.Nil for a null, or the failure that left no reply. unconfirmed says that a WAIT
+// after the command in its pipeline did not confirm it (see unconfirmedByWait).
+func (h opRecorder) record(at, end time.Duration, args []any, reply any, err error, unconfirmed bool) (string, bool) {
+	name := commandName(args)
+	if housekeeping(name) {
+		return "", false
+	}
+	if err != nil && !errors.Is(err, redis.Nil) {
+		reply = nil
 	}
 	ev := history.Event{Kind: history.KindOp, At: at, End: end, Instance: h.instance}
 	var op history.Op
@@ -185,7 +219,7 @@ func (h *recordingHook) record(at, end time.Duration, cmd redis.Cmder, err error
 }
 
 // confirmedByWait reports whether the system counts op as done only once WAIT confirms it.
-func (h *recordingHook) confirmedByWait(op history.Op) bool {
+func (h opRecorder) confirmedByWait(op history.Op) bool {
 	switch op.Kind {
 	case history.OpAcquire, history.OpRenew, history.OpRelease:
 	default:
@@ -209,7 +243,7 @@ var readOnlyCommands = map[string]bool{
 // model does not use it (OpOther), and it is either a read-only command none of whose arguments names
 // a lease or election key (session reads, scans of heartbeats and sessions, heartbeat PTTLs), or a
 // command the system's classifier declares a bookkeeping read (a read-only script).
-func (h *recordingHook) bookkeeping(name string, args []any, op history.Op, err error) bool {
+func (h opRecorder) bookkeeping(name string, args []any, op history.Op, err error) bool {
 	if op.Kind != history.OpOther || (err != nil && !errors.Is(err, redis.Nil) && !isServerError(err)) {
 		return false
 	}

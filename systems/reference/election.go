@@ -3,10 +3,7 @@ package reference
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math/rand/v2"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -66,68 +63,16 @@ func (e Election) Description() string {
 	return "Tenure's leader election (package election) on Redis"
 }
 
-// Classify implements sim.OpClassifier for the Redis backend's scripts (see election.ScriptNames), so the
-// leader key is checked for linearizability like a lease key. A refused renew or release is not
-// modelled (the scripts also compare the term, which the model does not track); a successful release is
-// marked AbsentOK, since it also answers success for a key that expired with nobody granted since.
+// Classify implements sim.OpClassifier for the Redis backend's scripts (see
+// sim.ReferenceElectionScripts), so the leader key is checked for linearizability like a lease key.
 func (e Election) Classify(args []any, reply any, err error) (history.Op, bool) {
-	if e.Postgres || len(args) < 6 {
+	if e.Postgres {
 		return history.Op{}, false
 	}
-	var kind string
-	switch strings.ToLower(fmt.Sprint(args[0])) {
-	case "evalsha":
-		kind = electionScripts[strings.ToLower(fmt.Sprint(args[1]))]
-	case "eval":
-		for name, src := range election.Scripts() {
-			if src == fmt.Sprint(args[1]) {
-				kind = name
-			}
-		}
-	}
-	nkeys, convErr := strconv.Atoi(fmt.Sprint(args[2]))
-	if kind == "" || convErr != nil || len(args) < 3+nkeys+2 {
-		return history.Op{}, false
-	}
-	argv := args[3+nkeys:]
-	op := history.Op{Key: fmt.Sprint(args[3]), Owner: fmt.Sprint(argv[0])}
-	ms := func(v any) time.Duration {
-		n, _ := strconv.ParseInt(fmt.Sprint(v), 10, 64)
-		return time.Duration(n) * time.Millisecond
-	}
-	n, _ := reply.(int64)
-	switch kind {
-	case "acquire":
-		op.Kind, op.TTL = history.OpAcquire, ms(argv[1])
-		if r, ok := reply.([]any); ok && len(r) == 2 {
-			granted, _ := r[0].(int64)
-			op.OK = granted == 1
-			holder, _ := r[1].(string)
-			switch {
-			case granted == 0 && holder == "":
-				op.Kind = history.OpOther // the fresh-dataset guard refused: not a lease-model answer
-			case granted == 0 && holder == op.Owner:
-				// An earlier holding of the same instance: the model knows owners, not attempts.
-				op.Kind = history.OpOther
-			}
-		}
-	case "renew":
-		if len(argv) < 3 {
-			return history.Op{}, false
-		}
-		op.Kind, op.TTL, op.OK = history.OpRenew, ms(argv[2]), n == 1
-	case "release":
-		// Success also when the key had already gone with nobody granted since (a re-sent release).
-		op.Kind, op.OK, op.AbsentOK = history.OpRelease, n == 1, true
-	}
-	// A refused renew or release may be the term check, which the model does not see: not modelled.
-	if (kind == "renew" || kind == "release") && err == nil && !op.OK {
-		op.Kind = history.OpOther
-	}
-	return op, true
+	return electionScripts.Classify(args, reply, err)
 }
 
-var electionScripts = election.ScriptNames()
+var electionScripts = must(sim.NewScriptCatalogue(sim.ReferenceElectionScripts()...))
 
 // Kind tells the harness to record an election history.
 func (Election) Kind() string { return "election" }

@@ -2,7 +2,6 @@ package reference
 
 import (
 	"github.com/tenurelabs/tenure/internal/mutation"
-	"github.com/tenurelabs/tenure/lease"
 	"github.com/tenurelabs/tenure/sim"
 )
 
@@ -43,5 +42,5 @@ func MutantSystemName(n mutation.Name) string { return "mutant-" + string(n) }
 // reference: the mutants' scripts keep the reference's conventions, and their plain commands (GET,
 // PEXPIRE, DEL) are left to the built-in classifier.
 func NewMutant(n mutation.Name) Reference {
-	return Reference{name: MutantSystemName(n), scripts: lease.ScriptNames(), mutations: mutation.Of(n)}
+	return Reference{name: MutantSystemName(n), mutations: mutation.Of(n)}
 }

@@ -2,13 +2,7 @@ package reference
 
 import (
 	"context"
-	"crypto/sha1"
-	"encoding/hex"
-	"fmt"
 	"math/rand"
-	"strconv"
-	"strings"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -23,13 +17,12 @@ func init() { sim.Register("reference", func() sim.System { return NewReference(
 // Reference is Tenure's lease.Manager as a system under test.
 type Reference struct {
 	name      string
-	scripts   map[string]string // SHA1 -> "acquire" | "renew" | "release"
-	mutations mutation.Set      // empty for the reference itself; one mechanism removed for a mutant
-	wait      int               // lease.Config.WaitReplicas (reference-wait: wait.go)
+	mutations mutation.Set // empty for the reference itself; one mechanism removed for a mutant
+	wait      int          // lease.Config.WaitReplicas (reference-wait: wait.go)
 }
 
 // NewReference returns the reference system.
-func NewReference() Reference { return Reference{name: "reference", scripts: lease.ScriptNames()} }
+func NewReference() Reference { return Reference{name: "reference"} }
 
 // Name implements sim.System.
 func (r Reference) Name() string { return r.name }
@@ -84,64 +77,22 @@ func (r Reference) NewInstance(c sim.InstanceConfig) (sim.Instance, error) {
 	return m, nil
 }
 
-// BookkeepingRead implements sim.BookkeepingReader: the reference's read-only scripts (its session change
-// counter read) are reads of its own bookkeeping.
-func (r Reference) BookkeepingRead(args []any) bool {
-	if len(args) < 2 {
-		return false
+// leaseScripts classifies the reference's Lua scripts, in process as at the wire.
+var leaseScripts = must(sim.NewScriptCatalogue(sim.ReferenceLeaseScripts()...))
+
+func must(c *sim.ScriptCatalogue, err error) *sim.ScriptCatalogue {
+	if err != nil {
+		panic(err)
 	}
-	switch strings.ToLower(fmt.Sprint(args[0])) {
-	case "evalsha", "evalsha_ro":
-		_, ok := readScripts[strings.ToLower(fmt.Sprint(args[1]))]
-		return ok
-	case "eval", "eval_ro":
-		sum := sha1.Sum([]byte(fmt.Sprint(args[1])))
-		_, ok := readScripts[hex.EncodeToString(sum[:])]
-		return ok
-	}
-	return false
+	return c
 }
 
-var readScripts = lease.ReadScripts()
+// BookkeepingRead implements sim.BookkeepingReader: the reference's read-only scripts (its session change
+// counter read) are reads of its own bookkeeping.
+func (r Reference) BookkeepingRead(args []any) bool { return leaseScripts.BookkeepingRead(args) }
 
 // Classify implements sim.OpClassifier for the reference's Lua scripts (see lease.Scripts for their
-// conventions).
+// conventions, sim.ReferenceLeaseScripts for what each answer means in the model).
 func (r Reference) Classify(args []any, reply any, err error) (history.Op, bool) {
-	if len(args) < 6 {
-		return history.Op{}, false
-	}
-	name := strings.ToLower(fmt.Sprint(args[0]))
-	var kind string
-	switch name {
-	case "evalsha":
-		kind = r.scripts[strings.ToLower(fmt.Sprint(args[1]))]
-	case "eval":
-		sum := sha1.Sum([]byte(fmt.Sprint(args[1])))
-		kind = r.scripts[hex.EncodeToString(sum[:])]
-	}
-	if kind == "" {
-		return history.Op{}, false
-	}
-	nkeys, convErr := strconv.Atoi(fmt.Sprint(args[2]))
-	if convErr != nil || len(args) < 3+nkeys+2 {
-		return history.Op{}, false
-	}
-	key := fmt.Sprint(args[3])
-	owner := fmt.Sprint(args[3+nkeys])
-	ttlMS, _ := strconv.ParseInt(fmt.Sprint(args[3+nkeys+1]), 10, 64)
-	op := history.Op{Key: key, Owner: owner}
-	n, _ := reply.(int64)
-	switch kind {
-	case "acquire":
-		op.Kind, op.TTL, op.OK = history.OpAcquire, time.Duration(ttlMS)*time.Millisecond, err == nil && n > 0
-		if n == -1 {
-			// Refused by the fresh-dataset guard, whatever the key holds: not a lease-model answer.
-			op.Kind = history.OpOther
-		}
-	case "renew":
-		op.Kind, op.TTL, op.OK = history.OpRenew, time.Duration(ttlMS)*time.Millisecond, err == nil && n == 1
-	case "release":
-		op.Kind, op.OK = history.OpRelease, err == nil && n == 1
-	}
-	return op, true
+	return leaseScripts.Classify(args, reply, err)
 }

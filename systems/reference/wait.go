@@ -2,7 +2,6 @@ package reference
 
 import (
 	"github.com/tenurelabs/tenure/history"
-	"github.com/tenurelabs/tenure/lease"
 	"github.com/tenurelabs/tenure/sim"
 )
 
@@ -16,7 +15,7 @@ func init() { sim.RegisterHidden(WaitSystemName, func() sim.System { return NewR
 
 // NewReferenceWait returns the reference with WaitReplicas = replicas, named reference-wait.
 func NewReferenceWait(replicas int) Reference {
-	return Reference{name: WaitSystemName, scripts: lease.ScriptNames(), wait: replicas}
+	return Reference{name: WaitSystemName, wait: replicas}
 }
 
 var _ sim.WaitConfirmer = Reference{}
