@@ -270,11 +270,3 @@ func TestMatrixStartsLongestFirst(t *testing.T) {
 	require.Equal(t, []int{1, 3, 2, 0}, longestFirst(jobs))
 }
 
-// A reference cell fails the matrix unless its only finding is the backend's own under a fault the
-// scenario declares outside the assumptions.
-func TestBackendOnlyFindings(t *testing.T) {
-	require.True(t, backendOnly("sentinel-primary-isolated", []string{"non-linearizable"}))
-	require.False(t, backendOnly("sentinel-primary-isolated", []string{"non-linearizable", "double-poll"}))
-	require.False(t, backendOnly("redis-restart-empty", []string{"non-linearizable"}))
-	require.False(t, backendOnly("no-such-scenario", []string{"non-linearizable"}))
-}
