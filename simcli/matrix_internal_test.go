@@ -269,4 +269,3 @@ func TestMatrixStartsLongestFirst(t *testing.T) {
 	}
 	require.Equal(t, []int{1, 3, 2, 0}, longestFirst(jobs))
 }
-
