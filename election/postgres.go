@@ -47,6 +47,13 @@ type PostgresOptions struct {
 // Graceful release deletes the row, unlocks and NOTIFYs Channel with the role as payload; standbys LISTEN
 // on a connection of their own and contend at once.
 //
+// A write whose reply is lost (an acquire past its call bound, a renewal cut off) may have taken effect:
+// a row naming an instance that does not act on it would keep every candidate out for up to a TTL. So an
+// acquire that fails after it may have written, and a Release of a holding whose session was dropped, undo
+// the write on a fresh connection (abandon): the old session is ended if it still holds the lock, the row
+// of the write's term is deleted, and the channel is told. The term is drawn with the lock, before the row
+// is written, so that a lost write can be found by its term.
+//
 // Dead-peer bound. Each role session is given, from the TTL it is used with:
 // idle_session_timeout = 1.5·TTL (a client that stops talking, e.g. frozen or half-open, loses its
 // session and lock within 1.5·TTL of its last call), tcp_keepalives_idle/interval/count =
@@ -75,8 +82,9 @@ type PostgresBackend struct {
 	channel string
 	appName string
 
-	ctx    context.Context // ends on Close; bounds listeners
+	ctx    context.Context // ends on Close; bounds listeners and abandonLater
 	cancel context.CancelFunc
+	wg     sync.WaitGroup // abandonLater goroutines
 
 	mu     sync.Mutex
 	roles  map[string]*pgRole
@@ -90,6 +98,7 @@ type pgRole struct {
 	ttl    time.Duration // the TTL the session settings were made for
 	holder string        // instance holding the role on this session ("" for none)
 	term   uint64
+	lost   *pgLost // the holding the last dropped session had, until Release gives it up
 }
 
 // NewPostgresBackend connects to connString (a URL or key=value string; host:port may be a proxy),
@@ -243,8 +252,12 @@ func (b *PostgresBackend) session(ctx context.Context, r *pgRole, ttl time.Durat
 	return r.conn, nil
 }
 
-// drop ends r's session (which frees its locks on the server) and forgets what it held.
+// drop ends r's session (which frees its locks on the server once the close reaches it) and remembers
+// the holding it had, so that Release can still give it up.
 func (b *PostgresBackend) drop(r *pgRole) {
+	if r.holder != "" && r.conn != nil {
+		r.lost = &pgLost{id: r.holder, term: r.term, pid: r.conn.PgConn().PID(), ttl: r.ttl}
+	}
 	if r.conn != nil {
 		conn := r.conn
 		go func() {

@@ -11,6 +11,8 @@ import (
 
 // TryAcquire implements Backend: pg_try_advisory_lock on the role's session, then claim the visibility
 // row unless another node's lease_until is still in the future (then unlock and report not acquired).
+// The term is drawn with the lock, before the row is written, so that a write whose reply is lost can be
+// undone by its term (see abandon).
 func (b *PostgresBackend) TryAcquire(ctx context.Context, role, id string, ttl time.Duration) (uint64, bool, error) {
 	r, done, err := b.role(ctx, role)
 	if err != nil {
@@ -38,19 +40,23 @@ func (b *PostgresBackend) TryAcquire(ctx context.Context, role, id string, ttl t
 	}
 	key := b.LockKey(role)
 	var got bool
-	if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", key).Scan(&got); err != nil {
+	var term int64
+	err = conn.QueryRow(ctx, `SELECT got, CASE WHEN got THEN nextval('`+b.seq+`') ELSE 0 END
+		FROM pg_try_advisory_lock($1) AS got`, key).Scan(&got, &term)
+	if err != nil {
+		// The lock may be held by the session being dropped: the close frees it.
 		return 0, false, b.fail(ctx, r, "acquire", role, err)
 	}
 	if !got {
 		return 0, false, nil
 	}
-	var term int64
+	var granted int64
 	err = conn.QueryRow(ctx, `INSERT INTO `+b.table+` (role, node, term, acquired_at, lease_until)
-		SELECT $1, $2, nextval('`+b.seq+`'), now(), now() + $3::bigint * interval '1 millisecond'
+		SELECT $1, $2, $4, now(), now() + $3::bigint * interval '1 millisecond'
 		WHERE NOT EXISTS (SELECT 1 FROM `+b.table+` WHERE role = $1 AND node <> $2 AND lease_until > now())
 		ON CONFLICT (role) DO UPDATE SET node = EXCLUDED.node, term = EXCLUDED.term,
 			acquired_at = EXCLUDED.acquired_at, lease_until = EXCLUDED.lease_until
-		RETURNING term`, role, id, ttl.Milliseconds()).Scan(&term)
+		RETURNING term`, role, id, ttl.Milliseconds(), term).Scan(&granted)
 	if errors.Is(err, pgx.ErrNoRows) {
 		// The previous holder may act until its lease_until: not yet.
 		if _, err := conn.Exec(ctx, "SELECT pg_advisory_unlock($1)", key); err != nil {
@@ -59,9 +65,11 @@ func (b *PostgresBackend) TryAcquire(ctx context.Context, role, id string, ttl t
 		return 0, false, nil
 	}
 	if err != nil {
-		return 0, false, b.fail(ctx, r, "acquire", role, err) // ending the session frees the lock
+		// The row may have been written, and nobody will act on it: undo it.
+		b.abandonLater(role, id, []uint64{uint64(term)}, conn.PgConn().PID(), ttl)
+		return 0, false, b.fail(ctx, r, "acquire", role, err)
 	}
-	r.holder, r.term = id, uint64(term)
+	r.holder, r.term = id, uint64(granted)
 	return r.term, true, nil
 }
 
@@ -69,22 +77,37 @@ func (b *PostgresBackend) TryAcquire(ctx context.Context, role, id string, ttl t
 // the server confirms that the session still holds the lock and the row is still id's.
 func (b *PostgresBackend) reissue(ctx context.Context, r *pgRole, role, id string, ttl time.Duration) (uint64, bool, error) {
 	key := uint64(b.LockKey(role))
-	var term int64
-	err := r.conn.QueryRow(ctx, `UPDATE `+b.table+` SET term = nextval('`+b.seq+`'), acquired_at = now(),
+	var drawn, term int64
+	if err := r.conn.QueryRow(ctx, `SELECT nextval('`+b.seq+`')`).Scan(&drawn); err != nil {
+		return 0, false, b.failHeld(ctx, r, role, err, 0)
+	}
+	err := r.conn.QueryRow(ctx, `UPDATE `+b.table+` SET term = $7, acquired_at = now(),
 			lease_until = now() + $4::bigint * interval '1 millisecond'
 		WHERE role = $1 AND node = $2 AND term = $3 AND EXISTS (
 			SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND granted
 			AND classid::bigint = $5 AND objid::bigint = $6 AND objsubid = 1)
 		RETURNING term`,
-		role, id, int64(r.term), ttl.Milliseconds(), int64(key>>32), int64(key&0xffffffff)).Scan(&term)
+		role, id, int64(r.term), ttl.Milliseconds(), int64(key>>32), int64(key&0xffffffff), drawn).Scan(&term)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, false, nil
 	}
 	if err != nil {
-		return 0, false, b.fail(ctx, r, "acquire", role, err)
+		return 0, false, b.failHeld(ctx, r, role, err, uint64(drawn))
 	}
 	r.term = uint64(term)
 	return r.term, true, nil
+}
+
+// failHeld drops r's session after a call of an acquire on it failed while it held the role: the new
+// attempt has ended the earlier holding (see Backend.TryAcquire) and grants nothing, so what either
+// left on the server, the earlier term and the new one if drawn, is undone.
+func (b *PostgresBackend) failHeld(ctx context.Context, r *pgRole, role string, err error, drawn uint64) error {
+	err = b.fail(ctx, r, "acquire", role, err)
+	if l := r.lost; l != nil {
+		r.lost = nil
+		b.abandonLater(role, l.id, []uint64{l.term, drawn}, l.pid, l.ttl)
+	}
+	return err
 }
 
 // Renew implements Backend: extend lease_until only if this session still holds the role's lock.
@@ -113,22 +136,30 @@ func (b *PostgresBackend) Renew(ctx context.Context, role, id string, term uint6
 	return nil
 }
 
-// Release implements Backend: delete the row, unlock, and NOTIFY the channel with the role.
+// Release implements Backend: delete the row, unlock, and NOTIFY the channel with the role. A holding
+// whose session was dropped (a renewal or another call on it failed) is given up on a fresh connection
+// (see abandon), and, if that cannot be done now, in the background.
 func (b *PostgresBackend) Release(ctx context.Context, role, id string, term uint64) error {
 	r, done, err := b.role(ctx, role)
 	if err != nil {
 		return err
 	}
 	defer done()
-	if r.holder != id || r.term != term || r.conn == nil || r.conn.IsClosed() {
+	if r.holder == id && r.term == term && r.conn != nil && r.conn.IsClosed() {
+		b.drop(r)
+	}
+	if r.holder != id || r.term != term || r.conn == nil {
+		if l := r.lost; l != nil && l.id == id && l.term == term {
+			return b.giveUp(ctx, r, role)
+		}
 		return fmt.Errorf("%w: postgres release role %q term %d by %q", ErrNotHeld, role, term, id)
 	}
 	if _, err := r.conn.Exec(ctx, `DELETE FROM `+b.table+` WHERE role = $1 AND node = $2 AND term = $3`, role, id, int64(term)); err != nil {
-		return b.fail(ctx, r, "release", role, err)
+		return b.failRelease(ctx, r, role, err)
 	}
 	var unlocked bool
 	if err := r.conn.QueryRow(ctx, `SELECT pg_advisory_unlock($1), pg_notify($2, $3)`, b.LockKey(role), b.channel, role).Scan(&unlocked, nil); err != nil {
-		return b.fail(ctx, r, "release", role, err)
+		return b.failRelease(ctx, r, role, err)
 	}
 	r.holder, r.term = "", 0
 	if !unlocked {
@@ -136,6 +167,32 @@ func (b *PostgresBackend) Release(ctx context.Context, role, id string, term uin
 		return fmt.Errorf("%w: postgres release role %q term %d by %q: lock was not held", ErrNotHeld, role, term, id)
 	}
 	return nil
+}
+
+// giveUp undoes what r's dropped holding left on the server, now, or in the background if it cannot.
+func (b *PostgresBackend) giveUp(ctx context.Context, r *pgRole, role string) error {
+	l := r.lost
+	r.lost = nil
+	undone, err := b.abandon(ctx, role, l.id, []uint64{l.term}, l.pid)
+	if err != nil {
+		b.abandonLater(role, l.id, []uint64{l.term}, l.pid, l.ttl)
+		return fmt.Errorf("election: postgres release role %q term %d by %q: %w", role, l.term, l.id, errors.Join(err, ctx.Err()))
+	}
+	if !undone {
+		return fmt.Errorf("%w: postgres release role %q term %d by %q: gone with its session", ErrNotHeld, role, l.term, l.id)
+	}
+	return nil
+}
+
+// failRelease drops r's session after a call of Release on it failed, and gives the holding up in the
+// background: its holder has stopped acting on it.
+func (b *PostgresBackend) failRelease(ctx context.Context, r *pgRole, role string, err error) error {
+	err = b.fail(ctx, r, "release", role, err)
+	if l := r.lost; l != nil {
+		r.lost = nil
+		b.abandonLater(role, l.id, []uint64{l.term}, l.pid, l.ttl)
+	}
+	return err
 }
 
 // Leader implements Backend from the visibility table: a row whose lease_until has passed means nobody.
@@ -230,7 +287,8 @@ func (b *PostgresBackend) Subscribe(ctx context.Context, role string) (<-chan st
 }
 
 // Close implements Backend: it ends every role session (so their locks are freed by the server without
-// deleting rows: a graceful release is the elector's Stop) and every listener.
+// deleting rows: a graceful release is the elector's Stop), every listener, and every undo still being
+// retried in the background (see abandonLater).
 func (b *PostgresBackend) Close() error {
 	b.mu.Lock()
 	if b.closed {
@@ -252,5 +310,7 @@ func (b *PostgresBackend) Close() error {
 		}
 		<-r.sem
 	}
+	// Every call that could start an undo held its role's semaphore: all have returned.
+	b.wg.Wait()
 	return errors.Join(errs...)
 }
