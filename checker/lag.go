@@ -83,11 +83,11 @@ func judgeLag(idx *index, rep *Report) {
 				worst = v.Lag
 			}
 		}
-		note := fmt.Sprintf("%d findings coincided with harness lag above %v (the worst: %s), so the run cannot tell the system's lateness from the harness's",
-			len(res.Inconclusive), LagThreshold, worst)
+		note := fmt.Sprintf("%d findings coincided with harness lag above %v (the worst: %v, %s, at %v), so the run cannot tell the system's lateness from the harness's",
+			len(res.Inconclusive), LagThreshold, worst.Max.Round(time.Millisecond), worst.Source, worst.At)
 		if len(keep) == 0 && res.Truncated == 0 {
 			res.Outcome = Inconclusive
-			res.Message = "inconclusive: " + note + "; " + res.Message
+			res.Message = note + "; " + res.Message
 		} else {
 			res.Message += "; " + note + ": inconclusive, not counted"
 		}
