@@ -128,3 +128,17 @@ func TestSuiteShowsInconclusiveApart(t *testing.T) {
 	require.Contains(t, string(mustRead(t, filepath.Join(dir, FileIndex))), ">FAILED<")
 	require.False(t, Inconclusive(fail.Report, nil), "a run with a violation fails, whatever else was inconclusive")
 }
+
+// A backend ping that was out during a fault of the backend is drawn, but not as lag over the
+// threshold: the checker does not count it either.
+func TestLagRowsLeaveBackendFaultPingsOut(t *testing.T) {
+	m := &model{meta: history.Meta{Lag: &history.Lag{Window: 100 * time.Millisecond, Floor: 10 * time.Millisecond,
+		Samples: []history.LagSample{{At: 2 * time.Second, Ping: 200 * time.Millisecond}, {At: 5 * time.Second, Ping: 200 * time.Millisecond}}}},
+		faults: []faultInfo{{id: "f1", name: "redis-restart", at: 1900 * time.Millisecond, end: 2100 * time.Millisecond}}}
+	var c canvas
+	drawLagRows(&c, m, newTimeAxis(0, 10*time.Second), 0)
+	svg := c.b.String()
+	require.Equal(t, 2, strings.Count(svg, `<rect class="lag`), svg)
+	require.Equal(t, 1, strings.Count(svg, `class="lag over"`), "only the ping outside the fault")
+	require.Contains(t, svg, "during a fault of the backend")
+}

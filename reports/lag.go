@@ -30,9 +30,10 @@ func drawLagRows(c *canvas, m *model, a timeAxis, y float64) float64 {
 	rows := []struct {
 		label, what string
 		value       func(history.LagSample) time.Duration
+		ping        bool
 	}{
-		{"harness lag", "how late the harness ran (canary timer, goroutine scheduling)", history.LagSample.Harness},
-		{"backend ping", "the backend's answer to the harness's own PING", func(s history.LagSample) time.Duration { return s.Ping }},
+		{"harness lag", "how late the harness ran (canary timer, goroutine scheduling)", history.LagSample.Harness, false},
+		{"backend ping", "the backend's answer to the harness's own PING", func(s history.LagSample) time.Duration { return s.Ping }, true},
 	}
 	for _, r := range rows {
 		fmt.Fprintf(&c.b, `<g class="lag-row" data-lag="%s"><title>%s: %s</title>`, esc(r.label), esc(r.what), esc(lagSummaryText(lag)))
@@ -45,13 +46,18 @@ func drawLagRows(c *canvas, m *model, a timeAxis, y float64) float64 {
 				continue
 			}
 			h := (lagRowH - 2) * min(1, float64(v)/float64(lagFullScale))
-			x1, x2 := a.x(s.At), a.x(s.At+lag.Window)
-			class := "lag"
-			if v > checker.LagThreshold {
+			// A value is noted when the lateness ended, in this window: a stall longer than the window
+			// began before it, and the bar reaches back over it.
+			x1, x2 := a.x(s.At+lag.Window-max(lag.Window, v)), a.x(s.At+lag.Window)
+			class, tip := "lag", lagTip(s, lag.Window)
+			switch {
+			case r.ping && m.backendFaultDuring(s.At-v, s.At+lag.Window):
+				tip += " (during a fault of the backend: the fault's doing, not counted)"
+			case v > checker.LagThreshold:
 				class = "lag over"
 			}
 			fmt.Fprintf(&c.b, `<rect class="%s" x="%s" y="%s" width="%s" height="%s"><title>%s</title></rect>`,
-				class, num(x1), num(base-h), num(max(x2-x1, 1)), num(h), esc(lagTip(s, lag.Window)))
+				class, num(x1), num(base-h), num(max(x2-x1, 1)), num(h), esc(tip))
 		}
 		ty := base - (lagRowH-2)*float64(checker.LagThreshold)/float64(lagFullScale)
 		c.line(a.x0, ty, a.x0+a.w, ty, `class="lag-threshold"`)
@@ -117,4 +123,15 @@ func inconclusiveTip(v violInfo) string {
 		s += " [" + v.v.Lag.String() + "]"
 	}
 	return s
+}
+
+// backendFaultDuring reports whether a fault without targets (the backend's, or every instance's)
+// overlaps [from, to]: the checker leaves the backend's pings then out, and so does the drawing's amber.
+func (m *model) backendFaultDuring(from, to time.Duration) bool {
+	for _, f := range m.faults {
+		if len(f.targets) == 0 && f.at <= to && f.end >= from {
+			return true
+		}
+	}
+	return false
 }
