@@ -15,7 +15,8 @@ import "time"
 //     grew, so never more than what was measured);
 //   - Ping: the round trip of a PING the harness sends the backend on its own connection (never an
 //     instance's link) once a window: a redis-server starved of CPU answers late. Pings overlapping a
-//     backend fault measure the fault, not the machine; the checker leaves those out.
+//     backend fault measure the fault, not the machine; the checker and the report leave those out
+//     (the summaries, written without knowledge of the faults, include them).
 //
 // Samples are kept only for windows in which some signal reached Floor, so an ordinary run's history
 // grows by little; the summaries cover every window. Nil in histories of schema 1.
