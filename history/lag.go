@@ -14,7 +14,9 @@ import "time"
 //     /sched/latencies:seconds histogram, read once a window; the lower edge of the highest bucket that
 //     grew, so never more than what was measured);
 //   - Ping: the round trip of a PING the harness sends the backend on its own connection (never an
-//     instance's link) once a window: a redis-server starved of CPU answers late. Pings overlapping a
+//     instance's link) once a window: a redis-server starved of CPU answers late (a single server
+//     only: a backend of several answers from whichever node its client picks, perhaps one a fault
+//     killed, and is not pinged). Pings overlapping a
 //     backend fault measure the fault, not the machine; the checker and the report leave those out
 //     (the summaries, written without knowledge of the faults, include them).
 //

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/tenurelabs/tenure/history"
 )
 
@@ -59,6 +61,19 @@ func realLagSources(now func() time.Duration, ping func(ctx context.Context) err
 		},
 		ping: ping,
 	}
+}
+
+// lagPing is how the lag monitor pings the backend: on the harness's own connection, never an instance's
+// link, whose faults are the system's business. A backend of several servers (Sentinel, Cluster,
+// independent nodes) is not pinged: its client answers from whichever node it picks, and a node a fault
+// killed or paused makes a PING wait for the fault (a cluster client's random pick of a killed primary
+// times out long after the kill), which would read as a starved machine; the canary and the scheduler
+// still measure the harness there.
+func lagPing(backend Backend, admin redis.UniversalClient) func(context.Context) error {
+	if _, several := backend.(TopologyBackend); several {
+		return nil
+	}
+	return func(ctx context.Context) error { return admin.Ping(ctx).Err() }
 }
 
 // lagMonitor measures the harness's own lateness through a run (see history.Lag): a canary timer, the

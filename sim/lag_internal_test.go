@@ -194,3 +194,11 @@ func lagChild() {
 	b, _ := json.Marshal(m.stop(time.Since(start)))
 	os.Stdout.WriteString("lag: " + string(b) + "\n")
 }
+
+// A backend of several servers is not pinged: its client answers from whichever node it picks.
+func TestLagPingsOnlyASingleServer(t *testing.T) {
+	require.Nil(t, lagPing(&clusterBackend{}, nil))
+	require.Nil(t, lagPing(&sentinelBackend{}, nil))
+	require.Nil(t, lagPing(&independentBackend{}, nil))
+	require.NotNil(t, lagPing(&externalBackend{}, nil))
+}

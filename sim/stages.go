@@ -83,9 +83,7 @@ func setUp(ctx context.Context, o Options, p planned, td *teardown) (*stagedRun,
 	rec := history.NewRecorderFrom(start)
 	stopWatch := watchBackend(ctx, backend, rec)
 	td.add(func() error { stopWatch(); return nil })
-	// From the history's zero to its end, on the harness's own connection: never an instance's link,
-	// whose faults are the system's business.
-	lag := startLagMonitor(realLagSources(rec.Now, func(ctx context.Context) error { return admin.Ping(ctx).Err() }))
+	lag := startLagMonitor(realLagSources(rec.Now, lagPing(backend, admin)))
 	td.add(func() error { lag.stop(rec.Now()); return nil })
 	logger := slog.New(newOnceKeys(slog.NewJSONHandler(discardIfNil(o.Log), &slog.HandlerOptions{Level: slog.LevelInfo})))
 	r := &runner{
