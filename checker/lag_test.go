@@ -188,3 +188,19 @@ func TestLagMakesAShardCadenceGapInconclusive(t *testing.T) {
 	require.Equal(t, 6*s+ms(650), v.To)
 	require.Equal(t, ms(429), v.Over, "1.03 s against the cadence bound, poll interval + tolerance = 601 ms")
 }
+
+// A history judged by the bound table: the window runs from the fault to the takeover, the excess is
+// past the crash's deadline (a TTL and the tolerance).
+func TestLagWithTheBoundTable(t *testing.T) {
+	s := time.Second
+	at := 5*s + ms(500)
+	b := tabled().fault("f1", "crash", at, at, true, false, "a").life("a", history.LifeCrashed, at).
+		polls("b", "e1", 8*s+ms(680), 20*s, s, 2).
+		withLag(history.LagSample{At: 8 * s, Canary: ms(40)})
+	res := resultOf(t, Check(b.build(), DefaultOptions()), InvFailover)
+	require.Equal(t, Inconclusive, res.Outcome, allText(res)+inconclusiveText(res))
+	v := res.Inconclusive[0]
+	require.Equal(t, at, v.From)
+	require.Equal(t, 8*s+ms(680), v.To)
+	require.Equal(t, 8*s+ms(680)-(at+3*s+FailoverTolerance), v.Over)
+}
