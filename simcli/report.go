@@ -159,7 +159,7 @@ func cellsOf(entries []reports.SuiteEntry, rows []summaryRow) ([]matrixCell, int
 			cells = append(cells, matrixCell{system: e.Meta.System, scenario: e.Meta.Scenario, order: cols[e.Meta.Scenario]})
 		}
 		cells[k].runs = append(cells[k].runs, matrixRun{seed: e.Meta.Seed, dir: filepath.ToSlash(e.Dir), replay: e.Meta.Command,
-			passed: e.Passed, words: violatedWords(rows[i].outcomes)})
+			passed: e.Passed, inconclusive: rows[i].inconclusive, words: violatedWords(rows[i].outcomes)})
 		seeds = max(seeds, len(cells[k].runs))
 	}
 	return cells, seeds
