@@ -22,9 +22,20 @@ test: lint unit suite
 unit:
 	$(GO) test -count=1 -timeout 12m ./...
 
+# An inconclusive scenario (nothing violated, but the harness itself ran too late to judge a timing
+# verdict) is run once more with the same seed; still inconclusive, simrun exits 3 and the target fails
+# saying the machine was too loaded, not that the system is broken.
+CI_RERUNS ?= 1
+
 suite: build
 	rm -rf simrun-out/ci
-	$(SIMRUN) run --suite ci --seed $(CI_SEED) --redis $(CI_REDIS) --quiet --out simrun-out/ci
+	@$(SIMRUN) run --suite ci --seed $(CI_SEED) --redis $(CI_REDIS) --quiet --out simrun-out/ci \
+	  --rerun-inconclusive $(CI_RERUNS); code=$$?; \
+	  if [ $$code -eq 3 ]; then \
+	    echo "make suite: INCONCLUSIVE: nothing was violated, but the machine was too loaded to judge every timing verdict"; \
+	    echo "  (the harness's own lag exceeded the threshold, even on a re-run; see simrun-out/ci/index.html)."; \
+	    echo "  Run it again on a quieter machine, or with CI_RERUNS=N."; \
+	  fi; exit $$code
 
 ## campaign: the campaign to run before resolving an issue: the ci suite for the reference on
 ##           CAMPAIGN_SEEDS random seeds per scenario, drawn from CAMPAIGN_SEED (printed; default the

@@ -84,6 +84,7 @@ func checkBalance(idx *index, opts Options) Result {
 	for _, w := range m.Steady {
 		bad := 0
 		var first *Violation
+		var last time.Duration
 		for t := w.From; ; t += m.PollInterval {
 			t = min(t, w.To)
 			samples++
@@ -99,6 +100,7 @@ func checkBalance(idx *index, opts Options) Result {
 				}
 				if len(off) > 0 {
 					bad++
+					last = t
 					if first == nil {
 						first = &Violation{At: t, Instances: idx.liveAt(t),
 							Message: fmt.Sprintf("at %v %d endpoints over %d instances should be %d..%d each, but %s",
@@ -111,6 +113,10 @@ func checkBalance(idx *index, opts Options) Result {
 			}
 		}
 		if first != nil {
+			// An endpoint counts as held by its last poll within two poll intervals (holdersAt), so the
+			// imbalance rests on the polls from then to the last unbalanced sample; it lasted about one
+			// poll interval per unbalanced sample.
+			first.From, first.To, first.Over = max(0, first.At-2*m.PollInterval), last, time.Duration(bad)*m.PollInterval
 			first.Message += fmt.Sprintf(" (%d unbalanced samples in the steady window %v..%v)", bad, w.From, w.To)
 			c.add(*first)
 		}

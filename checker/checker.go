@@ -6,7 +6,8 @@
 // verdict with a message, never a bare boolean: Pass, Violated, Unknown (the checker could not decide, for
 // example the linearizability search timed out, the run was interrupted, or it went beyond the system's
 // assumptions without declaring it), Skipped (the invariant does not apply to the scenario, or an
-// assumption it rests on failed) or Caught (see below). Unknown never counts as a pass.
+// assumption it rests on failed), Caught (see below) or Inconclusive (a timing invariant broken only while
+// the harness itself ran late: see LagThreshold). Unknown and Inconclusive never count as a pass.
 //
 // Mutual exclusion is judged at two levels and reported apart:
 //   - beliefs (single-holder): no two instances believe they hold one endpoint at once. A belief ends at
@@ -71,6 +72,10 @@ func (o Options) withDefaults() Options {
 // assumptions, single-holder, single-poller, stale-poll, validity, linearizability, failover, balance,
 // fencing, liveness.
 //
+// A pass after the checks weighs the timing violations (failover, balance, liveness) against the
+// harness's own lag recorded in the history (Meta.Lag): one the lag can account for is Inconclusive,
+// never a pass (see judgeLag and LagThreshold).
+//
 // When the assumptions fail (empty history, missing or invalid Meta, unsorted events, no polls) every
 // later invariant is Skipped with the reason. When the run was interrupted the assumptions are Unknown;
 // the safety invariants (single-holder, single-poller, stale-poll, validity, linearizability, fencing)
@@ -115,6 +120,9 @@ func Check(h history.History, opts Options) Report {
 	exercised(&rep, h.Meta.Exercises)
 	if len(h.Events) > 0 && h.Meta.PollInterval > 0 {
 		rep.Balance = balanceSamples(idx)
+	}
+	if !skipLive {
+		judgeLag(idx, &rep)
 	}
 	return rep
 }

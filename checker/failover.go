@@ -145,13 +145,13 @@ func checkFailover(idx *index, opts Options) (Result, []Failover) {
 				fo.To, fo.PolledAt, fo.Latency = to.Instance, to.At, to.At-fo.MeasuredFrom
 				if to.At > deadline {
 					c.add(Violation{At: fe.At, Endpoint: ep, Instances: []string{from.Instance, to.Instance},
-						Events: []int64{fe.Seq, from.Seq, to.Seq},
+						Events: []int64{fe.Seq, from.Seq, to.Seq}, From: fo.MeasuredFrom, To: to.At, Over: to.At - deadline,
 						Message: fmt.Sprintf("%s on %s: %s was taken over by %s after %v, over the %s %v",
 							f.Name, strings.Join(f.Targets, ","), ep, to.Instance, round(fo.Latency), boundName, round(fo.Bound))})
 				}
 			case idx.end >= deadline:
 				c.add(Violation{At: fe.At, Endpoint: ep, Instances: []string{from.Instance},
-					Events: []int64{fe.Seq, from.Seq},
+					Events: []int64{fe.Seq, from.Seq}, From: fo.MeasuredFrom, To: idx.end, Over: idx.end - deadline,
 					Message: fmt.Sprintf("%s on %s: %s, last polled by %s at %v, was never polled again by a live instance (run ended at %v, %s %v)",
 						f.Name, strings.Join(f.Targets, ","), ep, from.Instance, round(from.At), round(idx.end), boundName, round(fo.Bound))})
 			default:
@@ -575,7 +575,7 @@ func checkScaleGaps(idx *index, c *collector) int {
 				if gapEnd > deadline && !reported[prev.Seq] {
 					reported[prev.Seq] = true
 					v := Violation{At: prev.At, Endpoint: ep, Instances: []string{prev.Instance},
-						Events: []int64{le.Seq, prev.Seq},
+						Events: []int64{le.Seq, prev.Seq}, From: gapStart, To: gapEnd, Over: gapEnd - deadline,
 						Message: fmt.Sprintf("%s not polled for %v (from %v to %v%s) around %s %s at %v, over the bound %v%s",
 							ep, round(gapEnd-gapStart), round(gapStart), round(gapEnd), from, le.Instance, ch, round(t), round(deadline-gapStart), why)}
 					if next != nil {

@@ -92,7 +92,7 @@ func checkLiveness(idx *index, opts Options) Result {
 				case g.next == nil:
 					what = fmt.Sprintf("%s was not polled from %v until its session was paused or removed at %v", ep, round(g.from), round(g.to))
 				}
-				viol := Violation{At: g.from, Endpoint: ep,
+				viol := Violation{At: g.from, Endpoint: ep, From: g.from, To: g.to, Over: g.to - d.At,
 					Message: fmt.Sprintf("%s; allowed until %v by %s", what, round(d.At), d.Why)}
 				for _, p := range []*history.Event{g.prev, g.next} {
 					if p != nil {
@@ -162,7 +162,7 @@ func checkLivenessInSteadyWindows(idx *index, opts Options) Result {
 				}
 				judged++
 				if v, ok := longestGap(idx.polls[ep], a.From, from, to); ok && v.gap > slack {
-					viol := Violation{At: v.from, Endpoint: ep,
+					viol := Violation{At: v.from, Endpoint: ep, From: v.from, To: v.to, Over: v.gap - slack,
 						Message: fmt.Sprintf("%s was not polled for %v (from %v to %v) in the steady window %v..%v; allowed: poll interval + lease TTL = %v",
 							ep, v.gap, v.from, v.to, w.From, w.To, slack)}
 					for _, p := range []*history.Event{v.prev, v.next} {
@@ -255,6 +255,7 @@ func checkPausedSessions(idx *index, c *collector) int {
 			}
 			p := late[0]
 			c.add(Violation{At: p.At, Endpoint: ep, Instances: []string{p.Instance}, Events: []int64{e.Seq, p.Seq},
+				From: e.At, To: p.At, Over: p.At - limit,
 				Message: fmt.Sprintf("%s was %s at %v but %s polled it at %v (%d polls after the grace of %v)",
 					ep, e.Session.Change, e.At, p.Instance, p.At, len(late), grace)})
 		}

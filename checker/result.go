@@ -19,6 +19,12 @@ const (
 	// or it made none. It is safe, lets the run pass, and is never shown as a violation; Result.Caught
 	// lists what was caught.
 	Caught Outcome = "caught"
+	// Inconclusive means a timing invariant (failover, balance, liveness) was broken only while the
+	// harness itself ran late (see LagThreshold): the run cannot tell the system's lateness from the
+	// harness's, so it is evidence neither way. It never counts as a pass, nor as a violation;
+	// Result.Inconclusive lists the findings with the lag measured. Safety invariants are never
+	// inconclusive.
+	Inconclusive Outcome = "inconclusive"
 )
 
 // Invariant names, as they appear in results, reports and --expect lists.
@@ -52,6 +58,10 @@ type Result struct {
 	Caught []Violation `json:"caught,omitempty"`
 	// CaughtTruncated counts caught findings beyond those listed.
 	CaughtTruncated int `json:"caught_truncated,omitempty"`
+	// Inconclusive lists the timing findings that coincided with harness lag above LagThreshold, each
+	// with its Lag; they are not among Violations. (A violation beyond the checker's list, counted in
+	// Truncated, has no window to weigh and stays a violation.)
+	Inconclusive []Violation `json:"inconclusive,omitempty"`
 	// Duration is how long the check took.
 	Duration time.Duration `json:"duration"`
 }
@@ -74,6 +84,16 @@ type Violation struct {
 	// Outside names the faults outside the system's stated assumptions that this finding is attributed
 	// to ("f3 pause"); empty when it happened inside them.
 	Outside []string `json:"outside,omitempty"`
+	// From and To are the run time a timing violation depends on (a takeover's, from the moment its
+	// clock started to the poll that ended it; a gap between polls; an unbalanced stretch): harness
+	// lag inside it may have caused it. Both zero: not a timing violation, or one with no window.
+	From time.Duration `json:"from,omitempty"`
+	To   time.Duration `json:"to,omitempty"`
+	// Over is how far a timing violation exceeded its bound: the takeover or gap beyond it, the time
+	// spent unbalanced.
+	Over time.Duration `json:"over,omitempty"`
+	// Lag, on an inconclusive finding, is the harness lag it coincided with.
+	Lag *LagFinding `json:"lag,omitempty"`
 }
 
 // Failover is one measured takeover after a fault.
@@ -148,9 +168,24 @@ func (r Result) CaughtCount() int { return len(r.Caught) + r.CaughtTruncated }
 // OK reports whether every result passed, was caught or was skipped.
 func (r Report) OK() bool {
 	for _, res := range r.Results {
-		if res.Outcome == Violated || res.Outcome == Unknown {
+		if res.Outcome == Violated || res.Outcome == Unknown || res.Outcome == Inconclusive {
 			return false
 		}
 	}
 	return true
+}
+
+// Inconclusive reports whether the run is inconclusive: no result violated or unknown, and at least one
+// inconclusive. A run with any violation fails, whatever else was inconclusive.
+func (r Report) Inconclusive() bool {
+	found := false
+	for _, res := range r.Results {
+		switch res.Outcome {
+		case Violated, Unknown:
+			return false
+		case Inconclusive:
+			found = true
+		}
+	}
+	return found
 }

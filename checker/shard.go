@@ -259,6 +259,7 @@ func checkShardGaps(idx *index, c *collector) shardSummary {
 				what += fmt.Sprintf(", over the bound %v", g.bound)
 			}
 			v := Violation{At: g.from, Endpoint: ep, Events: []int64{fe.Seq, g.prev.Seq}, Instances: []string{g.prev.Instance},
+				From: g.from, To: g.to, Over: g.to - g.from - g.bound,
 				Message: fmt.Sprintf("%s %s (%s, slots %s): %s (slot %s, on %s) %s",
 					f.ID, f.Name, nodeOrAll(node), param, ep, joinInts(slots), where, what)}
 			if g.next != nil {

@@ -14,8 +14,11 @@ import (
 	"time"
 )
 
-// SchemaVersion is written into every Meta header. Readers refuse a history with a newer major version.
-const SchemaVersion = 1
+// SchemaVersion is written into every Meta header. Readers refuse a history with a newer version.
+//
+// Versions: 1, the first; 2 adds Meta.Lag, the harness's own scheduling lag through the run, which the
+// checker weighs timing verdicts against. A version 1 history has no lag data and is judged as it was.
+const SchemaVersion = 2
 
 // Kind names what an Event records.
 type Kind string

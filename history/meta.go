@@ -75,6 +75,9 @@ type Meta struct {
 	// Expect holds the invariants this scenario is expected to violate (for regression scenarios of
 	// broken systems); empty for ordinary scenarios.
 	Expect []string `json:"expect,omitempty"`
+	// Lag is the harness's own lateness through the run (see Lag); nil in histories of schema 1 and
+	// those recorded without the monitor, which are judged without it.
+	Lag *Lag `json:"lag,omitempty"`
 }
 
 // CountedBy returns how many commands of instance were counted instead of recorded (see Counted).

@@ -44,7 +44,7 @@ func TestCaughtIsSafeInEveryOutput(t *testing.T) {
 	// result.json: caught findings are counted apart, never as violations.
 	var raw map[string]any
 	require.NoError(t, json.Unmarshal(mustRead(t, filepath.Join(dir, FileResult)), &raw))
-	require.EqualValues(t, 2, raw["schema"])
+	require.EqualValues(t, ResultSchemaVersion, raw["schema"])
 	require.EqualValues(t, 5, raw["refused_stale"])
 	require.EqualValues(t, 6, raw["caught"])
 	res, err := ReadResult(dir)

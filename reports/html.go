@@ -48,10 +48,10 @@ type foRow struct {
 type faultRow struct{ ID, Name, Targets, From, To, Params string }
 
 type violView struct {
-	ID, Invariant, Status, Class, At, Endpoint, Instances, Message, Reached, Outside string
-	Zoom                                                                             template.HTML
-	Rows                                                                             []excerptRow
-	Excerpted                                                                        bool
+	ID, Invariant, Status, Class, At, Endpoint, Instances, Message, Reached, Outside, Lag string
+	Zoom                                                                                  template.HTML
+	Rows                                                                                  []excerptRow
+	Excerpted                                                                             bool
 }
 
 type fileLink struct{ Name, What string }
@@ -84,6 +84,8 @@ type runPage struct {
 	Diagnosis                                               []diagView
 	Violations                                              []violGroupView
 	Caught                                                  []violView
+	Inconclusive                                            []violView
+	HasLag                                                  bool
 	Truncated, CaughtTotal, RefusedStale, CardsPerGroup     int
 	ViolationTotal                                          int
 	Files                                                   []fileLink
@@ -102,10 +104,15 @@ func renderRunHTML(w io.Writer, m *model, linOK bool) error {
 		p.ExpectedNote = "expected to violate " + strings.Join(m.expected, ", ")
 	}
 	p.Verdict, p.VerdictClass = "FAILED", "violated"
-	if m.passed {
+	switch {
+	case m.passed:
 		p.Verdict, p.VerdictClass = "PASSED", "pass"
 		p.Headline = passHeadline(m)
+	case m.inconclusive:
+		p.Verdict, p.VerdictClass = "INCONCLUSIVE", "inconclusive"
+		p.Headline = inconclusiveHeadline(m)
 	}
+	p.HasLag = m.meta.Lag != nil
 	for _, r := range m.results {
 		p.Results = append(p.Results, resultRow{
 			Invariant: r.res.Invariant, Status: r.st.label(), Class: r.st.class(), Message: m.humanize(r.res.Message),
@@ -170,6 +177,13 @@ func renderRunHTML(w io.Writer, m *model, linOK bool) error {
 		}
 		p.Caught = append(p.Caught, vv)
 	}
+	for _, v := range m.inconc {
+		vv := violViewOf(m, v)
+		if v.n <= maxExcerpts {
+			vv.Rows, vv.Excerpted = m.excerpt(v), true
+		}
+		p.Inconclusive = append(p.Inconclusive, vv)
+	}
 	p.Files = runFiles(linOK)
 	return reportTmpl.Execute(w, p)
 }
@@ -217,9 +231,13 @@ func violViewOf(m *model, v violInfo) violView {
 		Endpoint: v.v.Endpoint, Instances: strings.Join(m.shortIDs(v.v.Instances), ", "), Message: m.humanize(v.v.Message),
 		Outside: strings.Join(v.v.Outside, ", "),
 	}
+	if v.v.Lag != nil {
+		vv.Lag = v.v.Lag.String()
+	}
 	switch {
 	case v.st == stCaught:
 		vv.Reached = "stopped before the resource (safe)"
+	case v.st == stInconclusive:
 	case v.invariant == checker.InvSinglePoller || v.invariant == checker.InvValidity:
 		vv.Reached = "reached the resource"
 	case v.invariant == checker.InvSingleHolder && v.v.ReachedResource:
@@ -316,6 +334,9 @@ func params(m *model) []kv {
 		{"duration", fmtDur(m.dur)},
 		{"events", fmt.Sprintf("%d (%d operations, %d polls, %d refused by fencing)", len(m.ev), m.rep.Ops, m.rep.Polls, m.rep.Refused)},
 		{"assumptions", assumptionsText(mt.Assumptions)},
+	}
+	if mt.Lag != nil {
+		out = append(out, kv{"harness lag", lagSummaryText(mt.Lag)})
 	}
 	if mt.Suite != "" {
 		out = append(out, kv{"suite", mt.Suite})

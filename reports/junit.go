@@ -74,6 +74,14 @@ func secs(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()) }
 // <failure>, an unknown verdict an <error>, a skipped check <skipped>. A violation the scenario expected
 // passes; an expected violation that did not happen fails. A caught verdict passes and says so in its
 // <system-out>: caught findings are safe and never failures.
+//
+// An inconclusive verdict is <skipped> with a message that begins "inconclusive" and gives the lag, and
+// the suite carries the properties inconclusive=true and harness_lag_max. JUnit knows pass, failure,
+// error and skipped; an inconclusive verdict is evidence neither way, which is what a skipped test
+// reports: a <failure> would blame the system for the machine's load (and teach a team to ignore the
+// gate), an <error> says the test itself broke, and a pass would hide that nothing was shown. What stops
+// a CI job is simrun's exit code (3), not the JUnit file; the file shows why, in the place a team
+// already looks.
 func writeJUnit(w io.Writer, name string, runs []junitRun) error {
 	if name == "" {
 		name = "simrun"
@@ -120,6 +128,13 @@ func junitSuite(r junitRun) jSuite {
 	if mt.Interrupted {
 		s.Properties = append(s.Properties, jProperty{"interrupted", "true"})
 	}
+	if Inconclusive(r.rep, r.expected) {
+		s.Properties = append(s.Properties, jProperty{"inconclusive", "true"})
+	}
+	if mt.Lag != nil {
+		s.Properties = append(s.Properties, jProperty{"harness_lag_max", max(mt.Lag.Canary.Max, mt.Lag.Sched.Max).String()},
+			jProperty{"backend_ping_max", mt.Lag.Ping.Max.String()})
+	}
 	class := mt.Scenario
 	if r.bySeed {
 		class = fmt.Sprintf("%s.seed-%d", mt.Scenario, mt.Seed)
@@ -146,6 +161,9 @@ func junitSuite(r junitRun) jSuite {
 			c.Failure = &jMsg{Message: fmt.Sprintf("expected %s to be violated, but it was %s: %s", res.Invariant, res.Outcome, oneLine(res.Message, 240)),
 				Type: "expectation", Body: "replay: " + mt.Command}
 			s.Failures++
+		case stInconclusive:
+			c.Skipped = &jMsg{Message: "inconclusive: " + oneLine(inconclusiveLag(res)+res.Message, 400)}
+			s.Skipped++
 		case stUnknown:
 			c.Error = &jMsg{Message: oneLine(res.Message, 300), Type: string(res.Outcome), Body: "replay: " + mt.Command}
 			s.Errors++
@@ -187,4 +205,18 @@ func violationList(res checker.Result, command string) string {
 		fmt.Fprintf(&b, "replay: %s\n", command)
 	}
 	return b.String()
+}
+
+// inconclusiveLag names the worst lag an inconclusive result's findings coincided with ("" for none).
+func inconclusiveLag(res checker.Result) string {
+	var worst *checker.LagFinding
+	for _, v := range res.Inconclusive {
+		if v.Lag != nil && (worst == nil || v.Lag.Max > worst.Max) {
+			worst = v.Lag
+		}
+	}
+	if worst == nil {
+		return ""
+	}
+	return worst.String() + "; "
 }

@@ -26,13 +26,19 @@ func renderRunMarkdown(w io.Writer, m *model) error {
 	var b strings.Builder
 	mt := m.meta
 	icon, verdict := "❌", "FAILED"
-	if m.passed {
+	switch {
+	case m.passed:
 		icon, verdict = "✅", "passed"
+	case m.inconclusive:
+		icon, verdict = "⏳", "INCONCLUSIVE"
 	}
 	fmt.Fprintf(&b, "### %s %s: %s\n\n", icon, mdCell(mt.Scenario, 80), verdict)
 	fmt.Fprintf(&b, "%s\n\n", mdCell(subline(m), 300))
 	if mt.Interrupted {
 		b.WriteString("> **Interrupted:** the history is partial.\n\n")
+	}
+	if m.inconclusive {
+		fmt.Fprintf(&b, "> **Inconclusive:** %s\n\n", mdCell(inconclusiveHeadline(m), 600))
 	}
 	if len(m.diag) > 0 && !m.passed {
 		b.WriteString("**Diagnosis:**\n\n")
@@ -76,6 +82,20 @@ func renderRunMarkdown(w io.Writer, m *model) error {
 			fmt.Fprintf(&b, "- (%d more counted, not listed)\n", t)
 		}
 		b.WriteString("\n")
+	}
+	if len(m.inconc) > 0 {
+		fmt.Fprintf(&b, "**Inconclusive (%d):** timing findings the harness's own lag can account for; not violations, not a pass.\n\n", len(m.inconc))
+		for i, v := range m.inconc {
+			if i == mdMaxViolations {
+				fmt.Fprintf(&b, "- … %d more in report.html\n", len(m.inconc)-i)
+				break
+			}
+			fmt.Fprintf(&b, "- %s\n", mdCell(m.humanize(inconclusiveTip(v)), 300))
+		}
+		b.WriteString("\n")
+	}
+	if mt.Lag != nil {
+		fmt.Fprintf(&b, "**Harness lag:** %s.\n\n", mdCell(lagSummaryText(mt.Lag), 400))
 	}
 	if len(m.caught) > 0 {
 		fmt.Fprintf(&b, "**Caught (safe, %d):** outside the system's assumptions and stopped before the resource; not violations.\n\n", m.caughtCount())

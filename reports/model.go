@@ -15,11 +15,13 @@ import (
 // model is a run digested for drawing: events indexed by endpoint and instance, holdings as intervals,
 // violations numbered, failovers grouped by fault. Building it is linear in the history (plus sorting).
 type model struct {
-	meta     history.Meta
-	rep      checker.Report
-	passed   bool
-	expected []string
-	dur      time.Duration // the drawn run length
+	meta   history.Meta
+	rep    checker.Report
+	passed bool
+	// inconclusive: the run did not pass only because timing findings coincided with harness lag.
+	inconclusive bool
+	expected     []string
+	dur          time.Duration // the drawn run length
 
 	ev    []history.Event
 	bySeq map[int64]int
@@ -39,6 +41,7 @@ type model struct {
 	results    []resultView
 	viols      []violInfo
 	caught     []violInfo // safe findings: caught outside the system's assumptions
+	inconc     []violInfo // timing findings the harness's own lag can account for
 	groups     []foGroup
 	diag       []diagGroup // violations grouped by likely cause
 }
@@ -120,6 +123,9 @@ func (v violInfo) id() string {
 	if v.st == stCaught {
 		return fmt.Sprintf("C%d", v.n)
 	}
+	if v.st == stInconclusive {
+		return fmt.Sprintf("I%d", v.n)
+	}
 	return fmt.Sprintf("V%d", v.n)
 }
 
@@ -130,9 +136,11 @@ func buildModel(r Run) *model {
 		rep:      r.Report,
 		passed:   r.Passed,
 		expected: r.expected(),
-		ev:       r.History.Events,
-		instIdx:  map[string]int{},
-		epIdx:    map[string]int{},
+		// Judged again here rather than passed in: Run.Passed is the caller's, the rest follows from it.
+		inconclusive: !r.Passed && Inconclusive(r.Report, r.expected()),
+		ev:           r.History.Events,
+		instIdx:      map[string]int{},
+		epIdx:        map[string]int{},
 	}
 	if !sort.SliceIsSorted(m.ev, func(i, j int) bool { return m.ev[i].At < m.ev[j].At }) {
 		m.ev = slices.Clone(m.ev)
@@ -401,6 +409,10 @@ func (m *model) buildResults() {
 		}
 		for _, v := range res.Caught {
 			m.caught = append(m.caught, violInfo{n: len(m.caught) + 1, invariant: res.Invariant, st: stCaught, v: v, ep: m.epOf(v),
+				off: m.offender(v, res.Invariant)})
+		}
+		for _, v := range res.Inconclusive {
+			m.inconc = append(m.inconc, violInfo{n: len(m.inconc) + 1, invariant: res.Invariant, st: stInconclusive, v: v, ep: m.epOf(v),
 				off: m.offender(v, res.Invariant)})
 		}
 	}

@@ -75,7 +75,11 @@ func checkReportPage(t *testing.T, dir string, r Run) *node {
 	// Verdict, parameters and the replay command.
 	verdict := page.byID("verdict")
 	require.NotNil(t, verdict)
-	require.Equal(t, map[bool]string{true: "PASSED", false: "FAILED"}[r.Passed], strings.TrimSpace(verdict.text.String()))
+	want := map[bool]string{true: "PASSED", false: "FAILED"}[r.Passed]
+	if !r.Passed && Inconclusive(r.Report, r.expected()) {
+		want = "INCONCLUSIVE"
+	}
+	require.Equal(t, want, strings.TrimSpace(verdict.text.String()))
 	if r.History.Meta.Command != "" {
 		require.Equal(t, r.History.Meta.Command, strings.TrimSpace(page.byID("replay").text.String()))
 	}

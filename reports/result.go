@@ -16,7 +16,7 @@ import (
 
 // ResultSchemaVersion is written into every result.json. Adding fields keeps the version; renaming,
 // removing or changing the meaning of one raises it. SCHEMA.md documents the format.
-const ResultSchemaVersion = 2
+const ResultSchemaVersion = 3
 
 // RunResult is the content of result.json: the verdict of one run, for machines.
 type RunResult struct {
@@ -30,6 +30,9 @@ type RunResult struct {
 	Command  string `json:"command,omitempty"`
 	// Passed is the run's verdict after expectations.
 	Passed bool `json:"passed"`
+	// Inconclusive is set on a run that did not pass only because timing findings coincided with the
+	// harness's own lag (see Inconclusive): neither passed nor failed.
+	Inconclusive bool `json:"inconclusive"`
 	// Expected lists the invariants the scenario expected to be violated.
 	Expected []string `json:"expected,omitempty"`
 	// Invariants is the verdict per invariant, in the checker's order.
@@ -62,6 +65,9 @@ type InvariantResult struct {
 	Truncated  int    `json:"truncated,omitempty"`
 	// Caught counts the findings caught outside the system's assumptions (safe), listed plus truncated.
 	Caught int `json:"caught,omitempty"`
+	// Inconclusive counts the timing findings the harness's own lag can account for (listed in
+	// report.results[].inconclusive, each with its lag).
+	Inconclusive int `json:"inconclusive,omitempty"`
 }
 
 // FailoverSummary is the takeovers measured after one fault. Latencies are nanoseconds, -1 when no
@@ -87,14 +93,14 @@ func resultOf(r Run, m *model, linOK bool) RunResult {
 	mt.Schema = max(mt.Schema, history.SchemaVersion)
 	res := RunResult{
 		Schema: ResultSchemaVersion, Scenario: mt.Scenario, Suite: mt.Suite, System: mt.System, Seed: mt.Seed,
-		Command: mt.Command, Passed: r.Passed, Expected: r.expected(), Meta: mt, Report: r.Report,
+		Command: mt.Command, Passed: r.Passed, Inconclusive: m.inconclusive, Expected: r.expected(), Meta: mt, Report: r.Report,
 		Invariants: []InvariantResult{}, RefusedStale: r.Report.Refused, Caught: m.caughtCount(),
 	}
 	for _, rv := range m.results {
 		res.Invariants = append(res.Invariants, InvariantResult{
 			Invariant: rv.res.Invariant, Outcome: rv.res.Outcome, Expected: slices.Contains(res.Expected, rv.res.Invariant),
 			OK: rv.st.ok(), Message: rv.res.Message, Violations: len(rv.res.Violations) + rv.res.Truncated,
-			Truncated: rv.res.Truncated, Caught: rv.res.CaughtCount(),
+			Truncated: rv.res.Truncated, Caught: rv.res.CaughtCount(), Inconclusive: len(rv.res.Inconclusive),
 		})
 	}
 	for _, g := range m.groups {

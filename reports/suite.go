@@ -56,7 +56,7 @@ type suiteRow struct {
 	Scenario, System, Seed, Verdict, Class, Report, Summary, Failover, Duration, Command string
 	Started, Backend, SummaryWord                                                        string
 	Cells                                                                                []suiteCell
-	passed                                                                               bool
+	passed, inconclusive                                                                 bool
 }
 
 type suitePage struct {
@@ -66,6 +66,7 @@ type suitePage struct {
 	Notes          []string
 	VerdictClass   string
 	Passed, Total  int
+	Inconclusive   int
 	Invariants     []string
 	Rows           []suiteRow
 	Failed         []suiteRow
@@ -160,28 +161,36 @@ func suitePageOf(suite string, runs []SuiteEntry, o IndexOptions) (suitePage, []
 			row.Scenario = fmt.Sprintf("%s seed %d", r.Meta.Scenario, r.Meta.Seed)
 		}
 		p.Rows = append(p.Rows, row)
-		if r.Passed {
+		switch {
+		case r.Passed:
 			p.Passed++
-		} else {
+		case row.inconclusive:
+			p.Inconclusive++
+			p.Failed = append(p.Failed, row)
+		default:
 			p.Failed = append(p.Failed, row)
 		}
 		jr := junitRunOf(r.Meta, r.Report, r.Meta.Expect)
 		jr.bySeed = o.BySeed
 		jruns = append(jruns, jr)
 	}
-	// Failures first; otherwise in the order the runs were given.
-	slices.SortStableFunc(p.Rows, func(a, b suiteRow) int {
+	// Failures first, then inconclusive runs; otherwise in the order the runs were given.
+	rank := func(r suiteRow) int {
 		switch {
-		case a.passed == b.passed:
-			return 0
-		case !a.passed:
-			return -1
-		default:
+		case r.passed:
+			return 2
+		case r.inconclusive:
 			return 1
 		}
-	})
-	p.Verdict, p.VerdictClass = "PASSED", "pass"
-	if p.Passed < p.Total {
+		return 0
+	}
+	slices.SortStableFunc(p.Rows, func(a, b suiteRow) int { return rank(a) - rank(b) })
+	switch {
+	case p.Passed == p.Total:
+		p.Verdict, p.VerdictClass = "PASSED", "pass"
+	case p.Passed+p.Inconclusive == p.Total:
+		p.Verdict, p.VerdictClass = "INCONCLUSIVE", "inconclusive"
+	default:
 		p.Verdict, p.VerdictClass = "FAILED", "violated"
 	}
 	return p, jruns
@@ -208,7 +217,7 @@ func suiteRowOf(r SuiteEntry, cols []string) suiteRow {
 	row := suiteRow{
 		Scenario: mt.Scenario, System: mt.System, Seed: fmt.Sprint(mt.Seed), Report: r.link(FileReport),
 		Summary: r.link(FileSummary), SummaryWord: "summary", Duration: fmtDur(mt.Duration), Command: mt.Command,
-		Backend: backendShort(mt.Backend), passed: r.Passed,
+		Backend: backendShort(mt.Backend), passed: r.Passed, inconclusive: !r.Passed && Inconclusive(r.Report, mt.Expect),
 	}
 	if r.Pruned {
 		row.Report, row.Summary, row.SummaryWord = "", r.link(FileResult), "result.json"
@@ -217,8 +226,14 @@ func suiteRowOf(r SuiteEntry, cols []string) suiteRow {
 		row.Started = mt.StartedAt.UTC().Format("2006-01-02 15:04")
 	}
 	row.Verdict, row.Class = "failed", "violated"
-	if r.Passed {
+	switch {
+	case r.Passed:
 		row.Verdict, row.Class = "passed", "pass"
+	case row.inconclusive:
+		row.Verdict, row.Class = "inconclusive", "inconclusive"
+		if lag := lagOfReport(r.Report); lag != "" {
+			row.Verdict += " (" + lag + ")"
+		}
 	}
 	if mt.Interrupted {
 		row.Verdict = "interrupted"
@@ -249,10 +264,17 @@ func suiteRowOf(r SuiteEntry, cols []string) suiteRow {
 func suiteMarkdown(w io.Writer, p suitePage) error {
 	var b strings.Builder
 	icon := "✅"
-	if p.Passed < p.Total {
+	switch p.VerdictClass {
+	case "inconclusive":
+		icon = "⏳"
+	case "violated":
 		icon = "❌"
 	}
-	fmt.Fprintf(&b, "### %s %s: %d of %d %s passed\n\n", icon, mdCell(p.Title, 60), p.Passed, p.Total, p.Counted)
+	fmt.Fprintf(&b, "### %s %s: %d of %d %s passed", icon, mdCell(p.Title, 60), p.Passed, p.Total, p.Counted)
+	if p.Inconclusive > 0 {
+		fmt.Fprintf(&b, ", %d inconclusive (the harness ran too late to judge them)", p.Inconclusive)
+	}
+	b.WriteString("\n\n")
 	b.WriteString("| scenario | verdict |")
 	for _, inv := range p.Invariants {
 		b.WriteString(" " + inv + " |")
@@ -262,7 +284,11 @@ func suiteMarkdown(w io.Writer, p suitePage) error {
 	b.WriteString("---|\n")
 	for _, r := range p.Rows {
 		v := "✅"
-		if r.Class != "pass" {
+		switch r.Class {
+		case "inconclusive":
+			v = "⏳"
+		case "pass":
+		default:
 			v = "❌"
 		}
 		if r.Report == "" {
@@ -276,7 +302,11 @@ func suiteMarkdown(w io.Writer, p suitePage) error {
 		fmt.Fprintf(&b, " %s |\n", mdCell(orDash(r.Failover), 60))
 	}
 	if len(p.Failed) > 0 {
-		b.WriteString("\nReplay the failed scenarios:\n\n```sh\n")
+		what := "failed"
+		if p.Inconclusive > 0 {
+			what = "failed and inconclusive"
+		}
+		fmt.Fprintf(&b, "\nReplay the %s %s:\n\n```sh\n", what, p.Counted)
 		for _, r := range p.Failed {
 			fmt.Fprintf(&b, "%s\n", orDash(r.Command))
 		}
@@ -299,7 +329,25 @@ func cellIcon(class string) string {
 		return "❓"
 	case "caught":
 		return "🛡️ (caught)"
+	case "inconclusive":
+		return "⏳ (inconclusive)"
 	default:
 		return "–"
 	}
+}
+
+// lagOfReport names the worst harness lag the report's inconclusive findings coincided with, "" for none.
+func lagOfReport(rep checker.Report) string {
+	var worst *checker.LagFinding
+	for _, res := range rep.Results {
+		for _, v := range res.Inconclusive {
+			if v.Lag != nil && (worst == nil || v.Lag.Max > worst.Max) {
+				worst = v.Lag
+			}
+		}
+	}
+	if worst == nil {
+		return ""
+	}
+	return "harness lag " + fmtDur(worst.Max)
 }

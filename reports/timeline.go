@@ -73,6 +73,7 @@ func renderOverview(m *model) string {
 		y += instRowH
 	}
 	y += 10
+	y = drawLagRows(&body, m, a, y)
 
 	// Run-wide violations (no endpoint).
 	var runWide []violInfo

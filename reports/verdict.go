@@ -17,6 +17,9 @@ const (
 	stMissed                 // expected to be violated, but was not: the checker missed it
 	stUnknown                // could not be decided (checker timeout, incomplete history)
 	stCaught                 // broken only outside the system's assumptions, and stopped before the resource
+	// stInconclusive: a timing invariant broken only while the harness itself ran late: no evidence
+	// either way, so neither a pass nor a failure.
+	stInconclusive
 )
 
 // ok reports whether the status lets the run pass.
@@ -37,6 +40,8 @@ func (s status) label() string {
 		return "not violated (expected to be)"
 	case stCaught:
 		return "caught (safe)"
+	case stInconclusive:
+		return "inconclusive (harness lag)"
 	default:
 		return "unknown"
 	}
@@ -55,6 +60,8 @@ func (s status) class() string {
 		return "violated"
 	case stCaught:
 		return "caught"
+	case stInconclusive:
+		return "inconclusive"
 	default:
 		return "unknown"
 	}
@@ -69,6 +76,8 @@ func (s status) icon() string {
 		return "⏭️"
 	case stCaught:
 		return "🛡️"
+	case stInconclusive:
+		return "⏳"
 	case stViolated, stMissed:
 		return "❌"
 	default:
@@ -100,6 +109,9 @@ func statusOf(res checker.Result, expected []string) status {
 			return stMissed
 		}
 		return stCaught
+	case checker.Inconclusive:
+		// Expected or not: a finding the harness's lag can account for shows nothing of the system.
+		return stInconclusive
 	default:
 		return stUnknown
 	}
@@ -126,4 +138,29 @@ func Judge(rep checker.Report, expected []string) bool {
 		}
 	}
 	return true
+}
+
+// Inconclusive reports whether a run that did not pass is inconclusive: every invariant that keeps it
+// from passing is inconclusive (a timing verdict the harness's own lag can account for), none violated,
+// missed or unknown. Such a run is evidence neither way: it is neither passed nor failed, and simrun
+// exits with a code of its own for it.
+func Inconclusive(rep checker.Report, expected []string) bool {
+	if Judge(rep, expected) {
+		return false
+	}
+	for _, inv := range expected {
+		if !slices.ContainsFunc(rep.Results, func(r checker.Result) bool { return r.Invariant == inv }) {
+			return false
+		}
+	}
+	found := false
+	for _, res := range rep.Results {
+		switch st := statusOf(res, expected); {
+		case st == stInconclusive:
+			found = true
+		case !st.ok():
+			return false
+		}
+	}
+	return found
 }

@@ -43,6 +43,8 @@ type stagedRun struct {
 	*runner
 	p     planned
 	start time.Time // wall-clock time of the history's zero
+	// lag measures the harness's own lateness through the run (history.Meta.Lag).
+	lag *lagMonitor
 }
 
 // setUp opens the backend and the proxies, checks the backend is usable, and builds the runner with its
@@ -81,6 +83,8 @@ func setUp(ctx context.Context, o Options, p planned, td *teardown) (*stagedRun,
 	rec := history.NewRecorderFrom(start)
 	stopWatch := watchBackend(ctx, backend, rec)
 	td.add(func() error { stopWatch(); return nil })
+	lag := startLagMonitor(realLagSources(rec.Now, lagPing(backend, admin)))
+	td.add(func() error { lag.stop(rec.Now()); return nil })
 	logger := slog.New(newOnceKeys(slog.NewJSONHandler(discardIfNil(o.Log), &slog.HandlerOptions{Level: slog.LevelInfo})))
 	r := &runner{
 		o: o, sc: sc, timing: p.timing, rec: rec, rng: rand.New(rand.NewSource(o.Seed)), backend: backend, proxies: proxies,
@@ -109,7 +113,7 @@ func setUp(ctx context.Context, o Options, p planned, td *teardown) (*stagedRun,
 		}
 		return errors.Join(r.sessions.deleteAll(cctx), deleteNamespace(cctx, admin, ns))
 	})
-	return &stagedRun{runner: r, p: p, start: start}, nil
+	return &stagedRun{runner: r, p: p, start: start, lag: lag}, nil
 }
 
 // openRunBackend opens the Redis the scenario and its schedule need (see BackendForScenario). With an
@@ -305,6 +309,7 @@ func (s *stagedRun) collect(out scheduled) history.History {
 			Steady: s.p.steady, ExpectBalance: sc.ExpectBalance, Duration: out.end, StartedAt: s.start.UTC(),
 			Command: o.Command, Interrupted: out.interrupted, Expect: sc.Expect, Exercises: exercises(sc, sc.Timing.merged(SpecTiming())),
 			Assumptions: assumptions(sc, timing, s.backend, s.p.schedule), Counted: s.rec.Counted(),
+			Lag: s.lag.stop(out.end),
 		},
 		Events: kept,
 	}

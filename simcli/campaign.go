@@ -37,7 +37,8 @@ summary.md and campaign.json. It refuses shards of different campaigns, and a se
 or given twice. The merged index links each run in its shard's directory: keep them side by side.
 
 Exit status: 0 every run passed, 1 a run failed (for merge: or did not run), 2 usage or setup error (a
-run that could not be set up included), 130 interrupted (the summary of the runs that finished is
+run that could not be set up included), 3 none failed but one is inconclusive (the harness ran too late
+to judge a timing verdict), 130 interrupted (the summary of the runs that finished is
 written, marked interrupted).
 
 Flags:
@@ -414,16 +415,19 @@ func printRecord(w io.Writer, rec jobRecord, n, total int) {
 }
 
 // campaignExit is the exit status of a campaign that ran to its end (or of a merge): setup errors
-// first, as for 'simrun run', then anything that is not a pass.
+// first, as for 'simrun run', then anything that is not a pass, then inconclusive runs.
 func campaignExit(v campaignView) (int, error) {
 	n := v.count()
 	if k := n[outError]; k > 0 {
 		return ExitUsage, fmt.Errorf("%d of %d runs could not be set up (the others ran; see the summary)", k, len(v.records))
 	}
 	for _, o := range outcomeOrder {
-		if o != outPass && n[o] > 0 {
+		if o != outPass && o != outInconclusive && n[o] > 0 {
 			return ExitViolated, nil
 		}
+	}
+	if n[outInconclusive] > 0 {
+		return ExitInconclusive, nil
 	}
 	return ExitOK, nil
 }

@@ -241,6 +241,9 @@ func TestCampaignSummaryGroups(t *testing.T) {
 	code, err = campaignExit(v)
 	require.Equal(t, ExitViolated, code)
 	require.NoError(t, err)
+	v.records = []jobRecord{rec("gc-pause", 2, outPass), rec("gc-pause", 4, outInconclusive, "failover inconclusive")}
+	code, _ = campaignExit(v)
+	require.Equal(t, ExitInconclusive, code, "nothing failed, but not everything could be judged")
 	v.records = []jobRecord{rec("gc-pause", 2, outPass)}
 	code, _ = campaignExit(v)
 	require.Equal(t, ExitOK, code)

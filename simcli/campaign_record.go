@@ -57,6 +57,8 @@ func outcomeOf(res reports.RunResult) outcome {
 		return outInterrupted
 	case res.Passed:
 		return outPass
+	case res.Inconclusive:
+		return outInconclusive
 	}
 	return outFail
 }

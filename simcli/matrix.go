@@ -25,14 +25,15 @@ const matrixUsage = `simrun matrix [flags]: every system × every scenario of it
 Lease systems run the lease scenarios; election systems run the election scenarios of their backend
 (Redis or PostgreSQL). Rows are systems, columns scenarios; a cell is "pass" or the invariants violated
 (two-holders, double-poll, stale-refused, outside-lease, non-linearizable, failover>bound, imbalance,
-token-regress, stuck; a trailing "?" marks an undecided one). With --seeds N each cell is run on seeds
+token-regress, stuck; a trailing "?" marks an undecided one, a trailing "~" an inconclusive one: the
+harness itself ran too late to judge it). With --seeds N each cell is run on seeds
 --seed .. --seed+N-1 and shows how many of them failed (k/N). Every failing run keeps its reports under
 --out and is listed with its replay command.
 
 Exit status: 0 the matrix completed (violations of the baselines are its expected output), 1 a reference
 system (reference, election-redis, election-postgres) failed a cell (a write the backend lost under a
 fault declared outside the assumptions is the checker's to judge: caught, it passes), 2 usage or setup
-error.
+error, 3 a reference system's cell was inconclusive and none failed.
 
 Flags:
 `
@@ -83,7 +84,9 @@ type matrixRun struct {
 	replay  string
 	passed  bool
 	errored bool
-	words   []string
+	// inconclusive: it did not pass only because the harness ran too late to judge a timing verdict.
+	inconclusive bool
+	words        []string
 }
 
 func matrixCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
@@ -187,7 +190,7 @@ func runMatrix(ctx context.Context, f matrixFlags, stdout, stderr io.Writer) (in
 				if err != nil && ctx.Err() == nil {
 					fmt.Fprintf(out, "  ERROR %s / %s seed %d: %s\n", jobs[i].opts.System.Name(), jobs[i].opts.Scenario.Name, jobs[i].opts.Seed, errText(err))
 				} else if err == nil {
-					fmt.Fprintf(out, "  %s %s / %s seed %d (%s)\n", verdictWord(row.passed), jobs[i].opts.System.Name(), jobs[i].opts.Scenario.Name, jobs[i].opts.Seed, took)
+					fmt.Fprintf(out, "  %s %s / %s seed %d (%s)\n", rowWord(row), jobs[i].opts.System.Name(), jobs[i].opts.Scenario.Name, jobs[i].opts.Seed, took)
 				}
 				results[i] = result{idx: i, row: row, entry: entry, err: err, job: jobs[i]}
 			}
@@ -212,7 +215,7 @@ func runMatrix(ctx context.Context, f matrixFlags, stdout, stderr io.Writer) (in
 			mr.errored = true
 			errored = append(errored, errText(r.err))
 		default:
-			mr.passed = r.row.passed
+			mr.passed, mr.inconclusive = r.row.passed, r.row.inconclusive
 			mr.words = violatedWords(r.row.outcomes)
 			r.entry.Dir = rel
 			entries = append(entries, r.entry)
@@ -244,16 +247,18 @@ func runMatrix(ctx context.Context, f matrixFlags, stdout, stderr io.Writer) (in
 	return code, nil
 }
 
-// matrixCode is the matrix's exit code: ExitViolated when a reference system failed a cell, else ExitOK.
+// matrixCode is the matrix's exit code: ExitViolated when a reference system failed a cell, else
+// ExitInconclusive when one of its cells was inconclusive, else ExitOK.
 func matrixCode(cells []matrixCell) int {
+	code := ExitOK
 	for _, c := range cells {
 		for _, r := range c.runs {
 			if !r.passed && !r.errored && referenceSystems[c.system] {
-				return ExitViolated
+				code = worseExit(code, rowExit(summaryRow{inconclusive: r.inconclusive}))
 			}
 		}
 	}
-	return ExitOK
+	return code
 }
 
 // matrixParallel is how many runs the matrix keeps going at once by default. A run spends its time
@@ -407,6 +412,8 @@ func violatedWords(outcomes map[string]checker.Outcome) []string {
 			words = append(words, word)
 		case checker.Unknown:
 			words = append(words, word+"?")
+		case checker.Inconclusive:
+			words = append(words, word+"~")
 		}
 	}
 	return words

@@ -50,10 +50,7 @@ func reportRun(dir string, stdout io.Writer) (int, error) {
 	}
 	printSummary(stdout, []summaryRow{row})
 	fmt.Fprintf(stdout, "report: %s\n", filepath.Join(dir, reports.FileReport))
-	if !row.passed {
-		return ExitViolated, nil
-	}
-	return ExitOK, nil
+	return rowExit(row), nil
 }
 
 // readRunHistory reads the history of a run directory, saying so when the run recorded none.
@@ -133,9 +130,7 @@ func reportCollection(dir string, found reports.Found, stdout io.Writer) (int, e
 	} else {
 		printSummary(stdout, rows)
 		for _, r := range rows {
-			if !r.passed {
-				code = ExitViolated
-			}
+			code = worseExit(code, rowExit(r))
 		}
 	}
 	for _, s := range skipped {
@@ -164,7 +159,7 @@ func cellsOf(entries []reports.SuiteEntry, rows []summaryRow) ([]matrixCell, int
 			cells = append(cells, matrixCell{system: e.Meta.System, scenario: e.Meta.Scenario, order: cols[e.Meta.Scenario]})
 		}
 		cells[k].runs = append(cells[k].runs, matrixRun{seed: e.Meta.Seed, dir: filepath.ToSlash(e.Dir), replay: e.Meta.Command,
-			passed: e.Passed, words: violatedWords(rows[i].outcomes)})
+			passed: e.Passed, inconclusive: rows[i].inconclusive, words: violatedWords(rows[i].outcomes)})
 		seeds = max(seeds, len(cells[k].runs))
 	}
 	return cells, seeds

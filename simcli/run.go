@@ -43,8 +43,10 @@ type runFlags struct {
 	skipped      []string // suite scenarios left out for a system of another kind
 	parallel     int
 	parallelSet  bool
-	set          map[string]bool // the flags given on the command line
-	backend      string          // f.redis with auto resolved: the backend that runs
+	// rerunInconclusive is how many more times a scenario is run, same seed, while it is inconclusive.
+	rerunInconclusive int
+	set               map[string]bool // the flags given on the command line
+	backend           string          // f.redis with auto resolved: the backend that runs
 }
 
 // visit records which flags were given.
@@ -62,6 +64,14 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.duration, "duration", 10*time.Minute, "soak suite: keep drawing new nemesis runs until this much time is spent")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress line")
 	fs.IntVar(&f.parallel, "parallel", 0, "run this many scenarios at once, each with its own Redis and proxies (default: the suite's, else 1)")
+	fs.Func("rerun-inconclusive", "run an inconclusive scenario (the harness ran too late to judge it) again with the same seed, up to N more times (default 0)", func(s string) error {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 {
+			return fmt.Errorf("want a whole number of at least 0, got %q", s)
+		}
+		f.rerunInconclusive = n
+		return nil
+	})
 }
 
 // registerCommon registers the flags that choose what one scenario run is: shared by run and bench.
@@ -245,7 +255,7 @@ func runJobs(ctx context.Context, f *runFlags, jobs []job, base string, stdout, 
 				if !ok {
 					return
 				}
-				row, entry, err := runOne(ctx, j, quiet, out, stderr)
+				row, entry, err := runWithReruns(ctx, j, f.rerunInconclusive, quiet, out, stderr)
 				if err != nil && ctx.Err() == nil && len(jobs) > 1 {
 					// One scenario that cannot be set up (a backend that does not come up in time, say)
 					// is that scenario's error: the others still run, and the exit code says so. (A single
@@ -292,9 +302,7 @@ func runJobs(ctx context.Context, f *runFlags, jobs []job, base string, stdout, 
 			r.entry.Dir = rel
 			entries = append(entries, r.entry)
 		}
-		if !r.row.passed {
-			code = ExitViolated
-		}
+		code = worseExit(code, rowExit(r.row))
 	}
 	if ctx.Err() != nil {
 		// The scenarios that never started are listed as not run.
@@ -609,7 +617,7 @@ func runOne(ctx context.Context, j job, quiet bool, stdout, stderr io.Writer) (s
 			res.History.Meta.Duration.Round(100*time.Millisecond), filepath.Join(j.dir, "report.html"))
 		return row, entry, context.Canceled
 	}
-	fmt.Fprintf(stdout, "  %s %s: %s  report: %s\n", verdictWord(row.passed), o.Scenario.Name, row.detail, filepath.Join(j.dir, "report.html"))
+	fmt.Fprintf(stdout, "  %s %s: %s  report: %s\n", rowWord(row), o.Scenario.Name, row.detail, filepath.Join(j.dir, "report.html"))
 	return row, entry, nil
 }
 

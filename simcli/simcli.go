@@ -8,7 +8,8 @@
 //	}
 //
 // Exit codes: 0 every invariant held, 1 an invariant was violated (or could not be decided), 2 usage or
-// setup error, 130 interrupted. 'simrun matrix' compares systems, so for it 0 means the matrix completed
+// setup error, 3 inconclusive (no violation, but a timing verdict coincided with the harness's own lag:
+// the machine was too loaded to judge), 130 interrupted. 'simrun matrix' compares systems, so for it 0 means the matrix completed
 // and 1 that a reference system (reference, election-redis, election-postgres) failed a cell.
 package simcli
 
@@ -37,10 +38,13 @@ func (quietLogger) Printf(context.Context, string, ...interface{}) {}
 
 // Exit codes.
 const (
-	ExitOK          = 0
-	ExitViolated    = 1
-	ExitUsage       = 2
-	ExitInterrupted = 130
+	ExitOK       = 0
+	ExitViolated = 1
+	ExitUsage    = 2
+	// ExitInconclusive: nothing was violated, but a timing verdict coincided with the harness's own lag
+	// above the checker's threshold (checker.LagThreshold), so the run is evidence neither way.
+	ExitInconclusive = 3
+	ExitInterrupted  = 130
 )
 
 // errUsage marks errors that are the caller's to fix.
@@ -60,7 +64,8 @@ Usage:
 
 Each command's --help (simrun run --help, simrun matrix --help, ...) gives its flags.
 Exit status: 0 all invariants held, 1 an invariant was violated or undecided, 2 usage or setup error,
-130 interrupted (matrix: 0 completed, 1 a reference system failed a cell).
+3 inconclusive (nothing violated, but the harness ran too late to judge a timing verdict), 130 interrupted
+(matrix: 0 completed, 1 a reference system failed a cell).
 `
 
 // errText is an error as Main prints it: without the usage mark, and with each line said once (a fleet

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tenurelabs/tenure/checker"
 	"github.com/tenurelabs/tenure/history"
+	"github.com/tenurelabs/tenure/reports"
 	"github.com/tenurelabs/tenure/scenarios"
 	"github.com/tenurelabs/tenure/sim"
 )
@@ -23,23 +24,27 @@ type summaryRow struct {
 	// saved, but it has no verdict.
 	interrupted bool
 	notRun      bool // the run was interrupted before this scenario started
-	outcomes    map[string]checker.Outcome
-	detail      string
-	refused     int // polls refused by fencing: never violations of single-poller
-	failover    string
-	duration    time.Duration
+	// inconclusive: it did not pass only because timing findings coincided with the harness's own lag
+	// (reports.Inconclusive): neither passed nor failed.
+	inconclusive bool
+	outcomes     map[string]checker.Outcome
+	detail       string
+	refused      int // polls refused by fencing: never violations of single-poller
+	failover     string
+	duration     time.Duration
 }
 
 var invariantOrder = []string{checker.InvSingleHolder, checker.InvSinglePoller, checker.InvStalePoll, checker.InvValidity,
 	checker.InvLinearizable, checker.InvFailover, checker.InvBalance, checker.InvFencing, checker.InvLiveness}
 
 func newSummaryRow(m history.Meta, rep checker.Report, passed bool) summaryRow {
-	row := summaryRow{scenario: m.Scenario, passed: passed, outcomes: map[string]checker.Outcome{}, duration: m.Duration}
+	row := summaryRow{scenario: m.Scenario, passed: passed, outcomes: map[string]checker.Outcome{}, duration: m.Duration,
+		inconclusive: !passed && reports.Inconclusive(rep, m.Expect)}
 	var bad, caught []string
 	for _, r := range rep.Results {
 		row.outcomes[r.Invariant] = r.Outcome
 		switch r.Outcome {
-		case checker.Violated, checker.Unknown:
+		case checker.Violated, checker.Unknown, checker.Inconclusive:
 			bad = append(bad, fmt.Sprintf("%s %s: %s", r.Invariant, r.Outcome, r.Message))
 		case checker.Caught:
 			caught = append(caught, fmt.Sprintf("%s caught (safe): %s", r.Invariant, r.Message))
@@ -83,6 +88,14 @@ func verdictWord(ok bool) string {
 	return "FAIL"
 }
 
+// rowWord is a finished run's verdict: PASS, FAIL, or INCONCLUSIVE (the harness ran too late to judge).
+func rowWord(r summaryRow) string {
+	if r.inconclusive {
+		return "INCONCLUSIVE"
+	}
+	return verdictWord(r.passed)
+}
+
 func mark(o checker.Outcome) string {
 	switch o {
 	case checker.Pass:
@@ -95,6 +108,8 @@ func mark(o checker.Outcome) string {
 		return "-"
 	case checker.Caught:
 		return "caught"
+	case checker.Inconclusive:
+		return "INCONCLUSIVE"
 	}
 	return "?"
 }
@@ -106,9 +121,9 @@ func printSummary(w io.Writer, rows []summaryRow) {
 		fmt.Fprintf(tw, "\t%s", inv)
 	}
 	fmt.Fprint(tw, "\trefused\ttakeover p50 / max (bound)\n") // "failover" is already the invariant's column
-	var pass, fail, errored, interrupted, notRun int
+	var pass, fail, errored, interrupted, notRun, inconclusive int
 	for _, r := range rows {
-		word := verdictWord(r.passed)
+		word := rowWord(r)
 		switch {
 		case r.notRun:
 			word = "not run"
@@ -121,6 +136,8 @@ func printSummary(w io.Writer, rows []summaryRow) {
 			errored++
 		case r.passed:
 			pass++
+		case r.inconclusive:
+			inconclusive++
 		default:
 			fail++
 		}
@@ -139,7 +156,7 @@ func printSummary(w io.Writer, rows []summaryRow) {
 	for _, c := range []struct {
 		n    int
 		what string
-	}{{errored, "could not be set up"}, {interrupted, "interrupted"}, {notRun, "not run"}} {
+	}{{inconclusive, "inconclusive (the harness ran too late to judge)"}, {errored, "could not be set up"}, {interrupted, "interrupted"}, {notRun, "not run"}} {
 		if c.n > 0 {
 			tally += fmt.Sprintf(", %d %s", c.n, c.what)
 		}

@@ -19,7 +19,8 @@ const runHelp = `Usage: simrun run SCENARIO... [flags]
 
 Runs each scenario against a fresh backend, checks the recorded history and writes its reports.
 Exit status: 0 every invariant held, 1 one was violated or undecided, 2 usage or setup error,
-130 interrupted.
+3 inconclusive: nothing was violated, but a timing verdict coincided with the harness's own lag (the
+machine was too loaded to judge it; --rerun-inconclusive runs such a scenario again), 130 interrupted.
 
 Flags:
 `
@@ -32,7 +33,8 @@ and a matrix's table, are rendered again too). report acts on DIR alone: it neve
 other directories below it. A run written before markers is recognised by a history.jsonl with nothing
 beside it but the files a run writes. history.jsonl is read, never rewritten.
 Exit status: 0 every run held every invariant (a matrix: no reference system failed a cell), 1 one did
-not, 2 usage error or DIR is not a directory simrun wrote.
+not, 3 none did not but one is inconclusive (the harness ran too late to judge a timing verdict), 2 usage
+error or DIR is not a directory simrun wrote.
 `
 
 const listHelp = `Usage: simrun list

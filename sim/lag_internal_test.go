@@ -1,0 +1,204 @@
+package sim
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tenurelabs/tenure/history"
+)
+
+// fakeLag drives the lag monitor on a clock of its own: each canary sleep advances the clock by the
+// period plus the next scripted lateness, each ping by the next scripted round trip; once a script is
+// spent its goroutine waits for the monitor to stop.
+type fakeLag struct {
+	mu      sync.Mutex
+	now     time.Duration
+	late    []time.Duration // canary lateness per wake
+	rtts    []time.Duration // ping round trips
+	sched   [][]uint64      // cumulative histogram per canary wake (first: the baseline)
+	buckets []float64
+	spent   chan struct{} // closed when the canary's script is spent
+	once    sync.Once
+}
+
+func (f *fakeLag) sources(ping bool) lagSources {
+	s := lagSources{
+		now: func() time.Duration { f.mu.Lock(); defer f.mu.Unlock(); return f.now },
+		sleep: func(ctx context.Context, d time.Duration) bool {
+			f.mu.Lock()
+			script := &f.late
+			if d == lagWindow {
+				script = &f.rtts // the pinger's sleep: its lateness is not measured
+			}
+			if len(*script) == 0 {
+				f.mu.Unlock()
+				if script == &f.late {
+					f.once.Do(func() { close(f.spent) })
+				}
+				<-ctx.Done()
+				return false
+			}
+			f.now += d
+			if script == &f.late {
+				f.now += f.late[0]
+				f.late = f.late[1:]
+			}
+			f.mu.Unlock()
+			return true
+		},
+	}
+	if f.sched != nil {
+		s.sched = func() ([]uint64, []float64) {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			c := f.sched[0]
+			if len(f.sched) > 1 {
+				f.sched = f.sched[1:]
+			}
+			return c, f.buckets
+		}
+	}
+	if ping {
+		s.ping = func(ctx context.Context) error {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.now += f.rtts[0]
+			f.rtts = f.rtts[1:]
+			return nil
+		}
+	}
+	return s
+}
+
+func TestLagMonitorKeepsTheWindowsAboveTheFloor(t *testing.T) {
+	ms := time.Millisecond
+	// 40 wakes of 5 ms: two windows of 100 ms. The 22nd wake (in the second window) is 30 ms late; the
+	// scheduler histogram's 30 ms bucket grows at the 3rd wake (first window).
+	late := make([]time.Duration, 40)
+	late[21] = 30 * ms
+	buckets := []float64{0, 0.001, 0.010, 0.030, 0.100}
+	sched := [][]uint64{{5, 0, 0, 0}, {6, 0, 0, 0}, {6, 1, 0, 0}, {6, 1, 0, 1}}
+	f := &fakeLag{late: late, sched: sched, buckets: buckets, spent: make(chan struct{})}
+	m := startLagMonitor(f.sources(false))
+	<-f.spent
+	got := m.stop(time.Hour)
+
+	require.Equal(t, lagWindow, got.Window)
+	require.Equal(t, lagFloor, got.Floor)
+	require.Equal(t, 3, got.Windows, "40 wakes of 5 ms and one of 30 ms end at 230 ms: windows 0, 1 and 2")
+	require.Equal(t, 30*ms, got.Canary.Max)
+	require.Equal(t, 30*ms, got.Sched.Max, "the lower edge of the highest bucket that grew")
+	require.Len(t, got.Samples, 2)
+	require.Equal(t, history.LagSample{At: 0, Sched: 30 * ms}, got.Samples[0])
+	require.Equal(t, 100*ms, got.Samples[1].At)
+	require.Equal(t, 30*ms, got.Samples[1].Canary)
+	require.Same(t, got, m.stop(time.Hour), "stop is idempotent")
+}
+
+func TestLagMonitorTimesTheBackendsPings(t *testing.T) {
+	ms := time.Millisecond
+	f := &fakeLag{rtts: []time.Duration{ms, 2 * ms, 150 * ms, ms}, spent: make(chan struct{})}
+	m := startLagMonitor(f.sources(true))
+	require.Eventually(t, func() bool { f.mu.Lock(); defer f.mu.Unlock(); return len(f.rtts) == 0 }, 5*time.Second, time.Millisecond)
+	got := m.stop(time.Hour)
+	require.Equal(t, 150*ms, got.Ping.Max)
+	require.Len(t, got.Samples, 1, "one ping over the floor")
+	require.Equal(t, 150*ms, got.Samples[0].Ping)
+	require.Equal(t, 400*ms, got.Samples[0].At, "noted when the reply came, at 100+1+100+2+100+150 = 453 ms")
+}
+
+func TestLagMonitorDropsWindowsAfterTheEnd(t *testing.T) {
+	late := make([]time.Duration, 60)
+	late[50] = 50 * time.Millisecond
+	f := &fakeLag{late: late, spent: make(chan struct{})}
+	m := startLagMonitor(f.sources(false))
+	<-f.spent
+	got := m.stop(200 * time.Millisecond)
+	require.Equal(t, 3, got.Windows)
+	require.Empty(t, got.Samples, "the late wake came after the run's end")
+}
+
+func TestWorstNewBucket(t *testing.T) {
+	b := []float64{0, 0.001, 0.010, 0.100}
+	require.Equal(t, time.Duration(0), worstNewBucket([]uint64{1, 2, 3}, []uint64{1, 2, 3}, b))
+	require.Equal(t, 10*time.Millisecond, worstNewBucket([]uint64{1, 2, 3}, []uint64{9, 2, 4}, b))
+	require.Equal(t, time.Millisecond, worstNewBucket(nil, []uint64{0, 1, 0}, b), "no baseline: counted from zero")
+	require.Equal(t, time.Duration(0), worstNewBucket(nil, []uint64{1}, b), "a histogram of another shape")
+}
+
+// lagChildEnv makes the test binary run TestLagMonitorSeesAStarvedRuntime's child.
+const lagChildEnv = "TENURE_LAG_MONITOR_CHILD"
+
+// A runtime with one P and eight goroutines that never block: every runnable goroutine waits for the
+// others' time slices (the runtime preempts a goroutine after about 10 ms), which is what an
+// oversubscribed machine does to a run. The monitor, in a process of its own so that GOMAXPROCS=1
+// holds for it alone, records it.
+func TestLagMonitorSeesAStarvedRuntime(t *testing.T) {
+	if os.Getenv(lagChildEnv) != "" {
+		lagChild()
+		return
+	}
+	if testing.Short() {
+		t.Skip("starts a subprocess that burns a CPU for a second")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestLagMonitorSeesAStarvedRuntime$", "-test.count=1")
+	cmd.Env = append(os.Environ(), lagChildEnv+"=1", "GOMAXPROCS=1")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, string(out))
+	var got history.Lag
+	for _, line := range strings.Split(string(out), "\n") {
+		if rest, ok := strings.CutPrefix(line, "lag: "); ok {
+			require.NoError(t, json.Unmarshal([]byte(rest), &got))
+		}
+	}
+	require.NotZero(t, got.Windows, "the child printed no record: %s", out)
+	t.Logf("canary max %v p99 %v; sched max %v p99 %v; %d of %d windows kept", got.Canary.Max, got.Canary.P99, got.Sched.Max, got.Sched.P99, len(got.Samples), got.Windows)
+	require.NotEmpty(t, got.Samples, "windows over the floor were kept")
+	// Eight goroutines taking turns of about 10 ms: each waits some 70 ms for its turn.
+	require.GreaterOrEqual(t, got.Sched.Max, 25*time.Millisecond, "the runtime's scheduling latency: %+v", got)
+	require.Greater(t, got.Canary.Max, 2*time.Millisecond, "the canary woke late: %+v", got)
+}
+
+func lagChild() {
+	if runtime.GOMAXPROCS(0) != 1 {
+		panic("the child must run with GOMAXPROCS=1")
+	}
+	start := time.Now()
+	m := startLagMonitor(realLagSources(func() time.Duration { return time.Since(start) }, nil))
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n := 0
+			for !stop.Load() {
+				n++
+			}
+			_ = n
+		}()
+	}
+	time.Sleep(time.Second)
+	stop.Store(true)
+	wg.Wait()
+	b, _ := json.Marshal(m.stop(time.Since(start)))
+	os.Stdout.WriteString("lag: " + string(b) + "\n")
+}
+
+// A backend of several servers is not pinged: its client answers from whichever node it picks.
+func TestLagPingsOnlyASingleServer(t *testing.T) {
+	require.Nil(t, lagPing(&clusterBackend{}, nil))
+	require.Nil(t, lagPing(&sentinelBackend{}, nil))
+	require.Nil(t, lagPing(&independentBackend{}, nil))
+	require.NotNil(t, lagPing(&externalBackend{}, nil))
+}
