@@ -1,0 +1,173 @@
+package checker
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/tenurelabs/tenure/history"
+)
+
+// How faults that meet compose (docs/bounds.md, "Faults that meet"): a takeover, a liveness gap or a
+// cadence gap is judged against the deadline of what caused it, moved by every other fault that
+// hindered the same endpoint.
+
+// composed returns the deadline for endpoint ep after fault fe, whose own deadline is first, given that
+// it was taken over by poll to (nil if never). See extended.
+func (idx *index) composed(fe *history.Event, first Deadline, ep string, to *history.Event) Deadline {
+	stop, taker := idx.end, ""
+	if to != nil {
+		stop, taker = to.At, to.Instance
+	}
+	return idx.extended(first, ep, fe.At, stop, taker, fe)
+}
+
+// extended returns deadline d for endpoint ep moved by the faults that hindered it: the later of d and
+// the deadline of every other fault (not skip) whose window or deadline reaches past since, that began
+// before the deadline so far and before stop (when the endpoint was polled again, or the end of the run),
+// and that hindered ep.
+//
+// A backend-wide fault hinders every endpoint (on a Redis Cluster, those on the slots it touched). An
+// instance fault hinders ep when it hit an instance that held ep in good standing when it began (see
+// heldInStanding): the holder, or a survivor that took ep over and was hit before it could poll; an
+// instance that had already stopped polling ep before the fault left ep unpolled on its own, and the
+// fault excuses nothing. A slow fault hinders when it hit such a holder or the instance taker that
+// polled ep next, and adds its delay; the others move the deadline to theirs. Each fault that moved it
+// is named in d.Why, with the deadline it set.
+func (idx *index) extended(d Deadline, ep string, since, stop time.Duration, taker string, skip *history.Event) Deadline {
+	var slots map[string][]int
+	used := map[*history.Event]bool{skip: true}
+	for changed := true; changed; {
+		changed = false
+		for _, g := range idx.faults {
+			if used[g] || g.At > d.At || g.At >= stop {
+				continue
+			}
+			gd, ok := idx.deadline(g)
+			if !ok || gd.Class == ClassNone {
+				continue
+			}
+			// The fault reaches as far as its window, and as far as its own deadline: a kill whose
+			// replica is promoted later, a restart whose guard runs a TTL after it.
+			if max(idx.faultEnd(g), gd.At) < since {
+				continue
+			}
+			hinders := false
+			if idx.backendWideClass(g, gd.Class) {
+				hinders = true
+				if rs, err := parseSlots(g.Fault.Params[ShardSlotsParam]); err == nil && len(rs) > 0 {
+					if slots == nil {
+						slots = idx.endpointSlots()
+					}
+					hinders = false
+					for _, s := range slots[ep] {
+						hinders = hinders || inSlots(rs, s)
+					}
+				}
+			} else {
+				// Standing is judged when the fault took hold (a pause: at the target's next poll).
+				at := max(g.At, gd.From)
+				for _, t := range g.Fault.Targets {
+					hinders = hinders || idx.heldInStanding(ep, t, at) || (gd.Class == ClassSlow && t == taker)
+				}
+			}
+			if !hinders {
+				continue
+			}
+			used[g], changed = true, true
+			if gd.Class == ClassSlow {
+				d.At += gd.Delay
+				d.Why += fmt.Sprintf("; %s %s adds %v", g.Fault.ID, gd.Why, round(gd.Delay))
+			} else if gd.At > d.At {
+				d.At = gd.At
+				d.Why += fmt.Sprintf("; %s %s hindered it, until %v: %s", g.Fault.ID, g.Fault.Name, round(gd.At), gd.Why)
+			}
+		}
+	}
+	return d
+}
+
+// cadence is how long after a poll's start a holder that keeps the cadence it was given starts the
+// next: a poll's duration, a poll interval, and FailoverTolerance.
+func (idx *index) cadence() time.Duration {
+	var pd time.Duration
+	if idx.meta.Timing != nil {
+		pd = idx.meta.Timing.PollDuration
+	}
+	return idx.meta.PollInterval + pd + FailoverTolerance
+}
+
+// heldInStanding reports whether instance in held endpoint ep at t and was keeping its cadence: its
+// last poll of ep, or its last report that it held ep, came at most a cadence before t.
+func (idx *index) heldInStanding(ep, in string, t time.Duration) bool {
+	var last time.Duration
+	found := false
+	polls := idx.polls[ep]
+	for i := sort.Search(len(polls), func(i int) bool { return polls[i].At > t }) - 1; i >= 0; i-- {
+		if polls[i].Instance == in && reached(polls[i]) {
+			last, found = polls[i].At, true
+			break
+		}
+	}
+	for _, b := range idx.beliefs[ep] {
+		if b.At > t {
+			break
+		}
+		if b.Instance == in && b.Belief.Held && (!found || b.At > last) {
+			last, found = b.At, true
+		}
+	}
+	// An acquire or renewal it sent, granted or still unanswered at t, may hold ep in the backend: its
+	// sender holds ep as far as anyone else can tell.
+	for _, e := range idx.opsOf(ep) {
+		if e.At > t {
+			break
+		}
+		if e.Instance != in || (e.Op.Kind != history.OpAcquire && e.Op.Kind != history.OpRenew) {
+			continue
+		}
+		if (e.Op.OK || e.Op.Unknown || e.End > t) && (!found || e.At > last) {
+			last, found = e.At, true
+		}
+	}
+	return found && t-last <= idx.cadence()
+}
+
+// beliefAt returns the belief event by which one of insts held ep at t (its last report about ep before
+// t said it held it, and its deadline, if any, had not passed), or nil.
+func (idx *index) beliefAt(ep string, insts map[string]bool, t time.Duration) *history.Event {
+	last := map[string]*history.Event{}
+	for _, b := range idx.beliefs[ep] {
+		if b.At > t {
+			break
+		}
+		if insts[b.Instance] {
+			last[b.Instance] = b
+		}
+	}
+	for _, b := range last {
+		if b.Belief.Held && (b.Belief.Deadline == 0 || b.Belief.Deadline > t) {
+			return b
+		}
+	}
+	return nil
+}
+
+// opsOf returns the operations on endpoint ep, in call order.
+func (idx *index) opsOf(ep string) []*history.Event {
+	if idx.byEp == nil {
+		idx.byEp = map[string][]*history.Event{}
+		for _, e := range idx.ops {
+			if e.Endpoint != "" {
+				idx.byEp[e.Endpoint] = append(idx.byEp[e.Endpoint], e)
+			}
+		}
+		for _, ops := range idx.byEp {
+			slices.SortStableFunc(ops, func(a, b *history.Event) int { return cmp.Compare(a.At, b.At) })
+		}
+	}
+	return idx.byEp[ep]
+}
+
