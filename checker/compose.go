@@ -170,4 +170,3 @@ func (idx *index) opsOf(ep string) []*history.Event {
 	}
 	return idx.byEp[ep]
 }
-
