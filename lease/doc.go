@@ -96,10 +96,12 @@
 // release of that holding's value is in flight). An endpoint is acquired only from free, so never
 // while its own release is in flight; a handoff requested while the endpoint is held is cancelled if
 // the endpoint is assigned back before the in-flight poll ends. When a holding ends without a
-// confirmed release (renewal failed, deadline passed, release failed) its value may remain in Redis;
-// the next acquire attempt releases that value (compare-and-delete) just before acquiring, in the
-// same pipeline, so the instance need not wait for it to expire (Stop releases every such value with
-// its leases, so the next owner need not wait either). Renew and release compare the whole
+// confirmed release (renewal failed, deadline passed, release failed), or an acquire gets no usable
+// reply, its value may remain in Redis. The endpoint remembers every such value until a release of it
+// is answered, a grant shows it gone, or it is old enough to have expired (2*LeaseTTL); the next
+// acquire attempt releases each (compare-and-delete) just before acquiring, in the same pipeline, so
+// the instance need not wait for them to expire (Stop releases every such value with its leases, so
+// the next owner need not wait either). Renew and release compare the whole
 // holding value, so a late or re-sent renewal or release of one holding never touches another, even
 // one of the same instance.
 //

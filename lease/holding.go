@@ -19,8 +19,9 @@ import (
 //	releasing --release call returned-->   free      (failed: stale)
 //
 // An endpoint is acquired only from free, so never while its release is in flight. A stale value is
-// one of this instance's earlier holdings that may still be in Redis; the next acquire attempt sends
-// a release of it (compare-and-delete on that value) just before the acquire, in the same pipeline.
+// one of this instance's earlier holdings that may still be in Redis; a slot remembers every one
+// (stale.go), and the next acquire attempt sends a release of each (compare-and-delete on that value)
+// just before the acquire, in the same pipeline.
 type epState int
 
 const (
@@ -33,10 +34,9 @@ const (
 // slot is one endpoint's state here. Guarded by Manager.mu.
 type slot struct {
 	state epState
-	value string    // the holding value in flight or held (acquiring, held, releasing)
-	h     *holding  // held, and releasing when it came from a holding
-	stale string    // free: an earlier value of ours that may still be in Redis
-	since time.Time // free with stale: when the value became stale
+	value string       // the holding value in flight or held (acquiring, held, releasing)
+	h     *holding     // held, and releasing when it came from a holding
+	stale []staleValue // earlier values of ours that may still be in Redis, oldest first (stale.go)
 }
 
 // holding is one lease this instance believes it holds. Fields other than endpoint, value, token, ctx
@@ -85,16 +85,16 @@ func (m *Manager) slotLocked(ep string) *slot {
 	return s
 }
 
-// freeLocked moves ep to free, remembering stale (if any) for the next acquire. m.mu must be held.
+// freeLocked moves ep to free, adding stale (if any) to the values its next acquire releases. A slot
+// left free with no stale value is dropped. m.mu must be held.
 func (m *Manager) freeLocked(ep, stale string) {
-	if stale == "" {
-		if s := m.slots[ep]; s != nil && s.stale != "" && s.state == epFree {
-			return
-		}
+	s := m.slotLocked(ep)
+	s.addStale(stale, m.clock.Now())
+	if len(s.stale) == 0 {
 		delete(m.slots, ep)
 		return
 	}
-	m.slots[ep] = &slot{state: epFree, stale: stale, since: m.clock.Now()}
+	s.state, s.value, s.h = epFree, "", nil
 }
 
 // startHoldingLocked records a fresh grant and starts its poll loop and watchdog. m.mu must be held.
@@ -104,7 +104,7 @@ func (m *Manager) startHoldingLocked(s *slot, endpoint string, token uint64, dea
 		endpoint: endpoint, value: s.value, token: token, ctx: ctx, cancel: cancel, deadline: deadline,
 		wake: make(chan struct{}, 1),
 	}
-	s.state, s.h, s.stale = epHeld, h, ""
+	s.state, s.h, s.stale = epHeld, h, nil // the grant found none of the stale values in Redis
 	m.heldCount++
 	m.emitLocked(EventAcquired, h, ReasonAcquired)
 	m.polls.Add(1)

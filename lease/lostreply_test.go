@@ -18,11 +18,21 @@ import (
 
 // replyDropper loses the reply to the first request containing a marker, after the server has
 // executed it: the client sees a broken connection and go-redis re-sends the request on a new one.
+// A request marker (armRequest) loses the request itself instead: the connection breaks before it
+// is written, so the server never runs it.
 type replyDropper struct {
-	mu      sync.Mutex
-	markers [][]byte // armed markers, each fires once
-	dropped [][]byte
-	renews  int // requests seen carrying the renew script's hash
+	mu       sync.Mutex
+	markers  [][]byte // armed markers, each fires once
+	requests [][]byte // armed request markers, each fires once
+	dropped  [][]byte
+	renews   int // requests seen carrying the renew script's hash
+}
+
+// armRequest loses the first request containing marker before it reaches the server.
+func (d *replyDropper) armRequest(marker string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.requests = append(d.requests, []byte(marker))
 }
 
 func (d *replyDropper) renewCount() int {
@@ -63,6 +73,15 @@ func (c *droppingConn) Write(b []byte) (int, error) {
 	c.d.mu.Lock()
 	if bytes.Contains(b, []byte(renewScript.Hash())) {
 		c.d.renews++
+	}
+	for i, m := range c.d.requests {
+		if bytes.Contains(b, m) {
+			c.d.requests = slices.Delete(c.d.requests, i, i+1)
+			c.d.dropped = append(c.d.dropped, m)
+			c.d.mu.Unlock()
+			_ = c.Conn.Close()
+			return 0, io.ErrClosedPipe
+		}
 	}
 	for i, m := range c.d.markers {
 		if bytes.Contains(b, m) {

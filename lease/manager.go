@@ -453,21 +453,6 @@ func (m *Manager) finish(ctx context.Context) error {
 	return m.cleanup(ctx, rel, len(rel))
 }
 
-// keepStaleLocked queues for Stop's release batch every stale value: one of our earlier holdings
-// whose renewal or acquire failed without a reply, or whose belief expired, and which may still be
-// the lease in Redis. Nobody polls with it, but until it is released or expires the endpoint's next
-// owner is refused, so leaving it would turn a graceful handoff of milliseconds into a wait of up to
-// one LeaseTTL. The release compares the value, so one that has expired or was replaced is left alone.
-// m.mu must be held.
-func (m *Manager) keepStaleLocked() {
-	for ep, s := range m.slots {
-		if s.state == epFree && s.stale != "" {
-			m.stopRelease = append(m.stopRelease, &holding{endpoint: ep, value: s.stale})
-			s.stale = ""
-		}
-	}
-}
-
 // cleanup deletes the heartbeat and releases rel, side by side, then announces the stop: each step
 // bounded by OpTimeout on its own, so Stop's clean-up takes at most two OpTimeouts. Side by side,
 // because on Redis Cluster the heartbeat may live on a primary that does not answer, and a delete
@@ -544,12 +529,9 @@ func (m *Manager) dropLocked() {
 			m.stopRelease = append(m.stopRelease, s.h)
 		case s.state == epAcquiring || s.state == epReleasing:
 			m.stopRelease = append(m.stopRelease, &holding{endpoint: ep, value: s.value})
-			if s.stale != "" { // its release was in flight with the acquire
-				m.stopRelease = append(m.stopRelease, &holding{endpoint: ep, value: s.stale})
-			}
-		case s.state == epFree && s.stale != "":
-			m.stopRelease = append(m.stopRelease, &holding{endpoint: ep, value: s.stale}) // see keepStaleLocked
 		}
+		// Those of an acquiring slot had their releases in flight with the acquire.
+		m.stopRelease = append(m.stopRelease, staleHoldings(ep, s)...)
 		delete(m.slots, ep)
 	}
 }

@@ -130,14 +130,9 @@ func (m *Manager) acquirePass() {
 			h.handoff = "" // assigned back before the handoff took effect: keep it
 		}
 	}
-	// A stale value has expired in Redis after one TTL (two, to allow for drift): forget it, so the
-	// slots of endpoints that went elsewhere do not pile up.
-	cutoff := m.clock.Now().Add(-2 * m.cfg.LeaseTTL)
-	for ep, s := range m.slots {
-		if s.state == epFree && s.since.Before(cutoff) {
-			delete(m.slots, ep)
-		}
-	}
+	// A stale value has expired in Redis after one TTL (staleFor): forget it, so the slots of
+	// endpoints that went elsewhere do not pile up.
+	m.pruneStaleLocked()
 	var want []string
 	var next time.Time // the first expiry of a lease left out below
 	// While the fresh-dataset guard is known to refuse every grant, sending acquires would only load
@@ -198,27 +193,30 @@ func (m *Manager) acquireSome(eps []string, refused *[]string, guarded *[]string
 		return false
 	}
 	var want []string
-	var calls, acq, stale []*scriptCall
+	var calls, acq []*scriptCall
+	var stale [][]staleRelease // stale[i]: the releases sent before acq[i]
 	for _, ep := range eps {
 		if s := m.slots[ep]; !m.assigned[ep] || (s != nil && s.state != epFree) || skip[ep] {
 			continue // assigned elsewhere, acquired or released since the pass began, or its primary is down
 		}
 		s := m.slotLocked(ep)
-		var st *scriptCall
-		if s.stale != "" {
-			st = m.releaseCall(ep, s.stale, false)
+		var rels []staleRelease
+		for _, sv := range s.stale {
+			st := m.releaseCall(ep, sv.value, false)
 			calls = append(calls, st)
+			rels = append(rels, staleRelease{value: sv.value, call: st})
 		}
 		s.state, s.value = epAcquiring, m.newValueLocked()
 		want = append(want, ep)
 		acq = append(acq, m.acquireCall(ep, s.value))
-		stale = append(stale, st)
+		stale = append(stale, rels)
 	}
 	m.mu.Unlock()
 	if len(want) == 0 {
 		return true
 	}
-	// which[k] is the index in acq of calls[k], -1 for a release of a stale value.
+	// which[k] is the index in acq of calls[k], -1 for a release of a stale value. Every release goes
+	// before every acquire, so each endpoint's stale values are released before its new value is set.
 	which := make([]int, len(calls), len(calls)+len(acq))
 	for k := range which {
 		which[k] = -1
@@ -255,43 +253,48 @@ func (m *Manager) acquireSome(eps []string, refused *[]string, guarded *[]string
 	return m.state == stateRunning && !(m.unhealthy && !m.mut.Has(mutation.NoLinkHealth)) && (len(*guarded) == 0 || m.keys.cluster)
 }
 
-// settleAcquireLocked applies the reply of sc, the acquire of ep (st: the release of its stale value
-// sent before it, or nil). Called with m.mu held.
-func (m *Manager) settleAcquireLocked(ep string, sc, st *scriptCall, refused *[]string, guarded *[]string) {
+// settleAcquireLocked applies the reply of sc, the acquire of ep (rels: the releases of its stale
+// values sent before it). Called with m.mu held.
+func (m *Manager) settleAcquireLocked(ep string, sc *scriptCall, rels []staleRelease, refused *[]string, guarded *[]string) {
 	s := m.slots[ep]
 	if s == nil || s.state != epAcquiring {
 		return
 	}
-	if st != nil && st.err == nil {
-		s.stale = ""
+	for _, r := range rels {
+		if r.call.err == nil {
+			s.forgetStale(r.value) // answered: deleted, or not the lease
+		}
 	}
 	switch {
 	case sc.err != nil:
-		// The acquire may have landed: its value is stale until released or expired.
+		// The acquire may have landed: its value is stale until released or expired, as are those
+		// whose releases went unanswered.
 		m.metrics.acquireFailed("error")
 		m.log.Warn("lease: acquire failed", "instance", m.id, "endpoint", ep, "token", 0, "err", sc.err)
-		s.state, s.stale, s.since = epFree, s.value, m.clock.Now()
+		m.freeLocked(ep, s.value)
 	case sc.res == 0:
 		m.metrics.acquireFailed("held")
 		m.log.Debug("lease: acquire failed: held by another instance", "instance", m.id, "endpoint", ep, "token", 0)
-		m.freeLocked(ep, s.stale)
+		m.freeLocked(ep, "")
 		*refused = append(*refused, ep)
 	case sc.res < 0:
 		m.metrics.acquireFailed("guard")
 		m.log.Debug("lease: acquire refused: fresh-dataset guard", "instance", m.id, "endpoint", ep, "token", 0)
 		m.noteGuardLocked()
-		m.freeLocked(ep, s.stale)
+		m.freeLocked(ep, "")
 		*guarded = append(*guarded, ep)
 	case m.state == stateStopping:
-		// Granted while Stop began: it is ours in Redis, so Stop must release it.
-		s.state = epReleasing
+		// Granted while Stop began: it is ours in Redis, so Stop must release it. The grant found none
+		// of the stale values in Redis.
+		s.state, s.stale = epReleasing, nil
 		m.stopRelease = append(m.stopRelease, &holding{endpoint: ep, value: s.value, token: uint64(sc.res)})
 	default:
 		deadline, ok := m.confirm(time.Time{}, sc)
 		if !ok {
 			m.metrics.acquireFailed("error")
 			m.log.Warn("lease: acquire reply came after its validity ended", "instance", m.id, "endpoint", ep, "token", sc.res)
-			s.state, s.stale, s.since = epFree, s.value, m.clock.Now()
+			s.stale = nil // granted: the lease held none of them
+			m.freeLocked(ep, s.value)
 			return
 		}
 		m.startHoldingLocked(s, ep, uint64(sc.res), deadline)

@@ -50,8 +50,8 @@ func TestStopReleasesUnconfirmedValues(t *testing.T) {
 			stale := func() string {
 				m.mu.Lock()
 				defer m.mu.Unlock()
-				if s := m.slots["ep-0"]; s != nil && s.state == epFree {
-					return s.stale
+				if s := m.slots["ep-0"]; s != nil && s.state == epFree && len(s.stale) > 0 {
+					return s.stale[len(s.stale)-1].value
 				}
 				return ""
 			}
