@@ -40,7 +40,10 @@
 // above: the three keys acquire touches lie in three hash slots, which one Redis primary (alone, or
 // with replicas and Sentinel) does not mind and Redis Cluster refuses (CROSSSLOT). LayoutCluster makes
 // the endpoint a hash tag and gives it an epoch key of its own: <prefix>lease:{<endpoint>},
-// <prefix>fence:{<endpoint>}, <prefix>epoch:{<endpoint>} (TTL the fence TTL, refreshed by every grant).
+// <prefix>fence:{<endpoint>}, <prefix>epoch:{<endpoint>} (TTL the fence TTL, set by every grant and
+// set again by the holder, a PEXPIRE sent with its renewals once every half fence TTL, so that it
+// never expires while a lease it guards can be live: an endpoint held for longer than the fence TTL
+// keeps its epoch, and its next grant is not held back by a guard).
 // Every script then touches one slot, and an endpoint's lease, fencing counter and guard live on the
 // shard that serves it and move with its slot. Heartbeats, the registry and the channel are separate
 // commands, which a cluster client routes one by one. The KeyPrefix must then hold no '{' or '}', and
@@ -63,7 +66,7 @@
 // move (TestClusterRenewalsGoOnWhileSlotMigrates), grants of those endpoints wait one LeaseTTL.
 //
 // The price of per-endpoint guards: an endpoint whose epoch key is missing (its first grant ever, or
-// none for the fence TTL) waits one LeaseTTL before its first grant, as in the single layout a whole
+// none held for the fence TTL) waits one LeaseTTL before its first grant, as in the single layout a whole
 // new dataset does; MarkEstablishedEndpoints skips that wait where it is known to be safe. Instances
 // refused by one endpoint's guard go on acquiring the others.
 //

@@ -28,14 +28,55 @@ import (
 // endpoints' remaining guard is read from their epoch keys (guard_left.lua: the end and the shard's
 // TIME in one call on that shard); the alarm is armed for the earliest end, and endpoints still
 // guarded then are refused and read again.
+//
+// A per-endpoint epoch key expires, so that endpoints that are gone leave nothing behind, but never
+// while a lease it guards can be live: an endpoint held for longer than its epoch's TTL would lose it
+// while held, and its next grant (a graceful stop's handoff, a rebalance) would arm the guard and leave
+// it unpolled for one LeaseTTL instead of milliseconds. A grant sets the epoch's TTL to epochTTL; the
+// holder then sets it again with the first renewal sent epochTTL/2 or more after the last call that
+// set it was sent (its grant, or an earlier refresh whose reply came), a PEXPIRE in the renewal's
+// round trip. The holder renews every RenewInterval, so while its renewals are answered the epoch is
+// set again within RenewInterval of epochTTL/2, far inside epochTTL (at least 100*LeaseTTL); a
+// holder whose renewals go unanswered loses the lease at once, and the epoch outlives it. The refresh
+// is a command of its own rather than part of the renew script: during a slot migration the lease and
+// epoch keys can sit on two nodes for a while, and a script naming both is refused (TRYAGAIN) until
+// the move ends, which would fail renewals closed; a one-key PEXPIRE follows the ASK redirect like
+// the renewal. PEXPIRE does nothing to a missing key: only a grant arms a guard.
 
 // acquireArgs are the acquire script's arguments for a new holding value.
 func (m *Manager) acquireArgs(value string) []any {
 	args := []any{value, ttlMillis(m.cfg.LeaseTTL), ttlMillis(m.cfg.fenceTTL())}
 	if m.keys.cluster {
-		args = append(args, ttlMillis(m.cfg.fenceTTL())) // per-endpoint epoch keys expire with the counter
+		args = append(args, ttlMillis(m.epochTTL)) // per-endpoint epoch keys expire (see above)
 	}
 	return args
+}
+
+// epochRefreshDueLocked reports whether h's next renewal carries a refresh of its endpoint's epoch
+// TTL (cluster layout). m.mu must be held.
+func (m *Manager) epochRefreshDueLocked(h *holding, now time.Time) bool {
+	return m.keys.cluster && now.Sub(h.epochAt) >= m.epochTTL/2
+}
+
+// epochRefreshCall sets the TTL of endpoint's epoch key to epochTTL again, if the key exists.
+func (m *Manager) epochRefreshCall(endpoint string) *scriptCall {
+	key, keep := m.keys.epoch(endpoint), m.epochTTL
+	return &scriptCall{keys: []string{key}, plain: func(ctx context.Context, p redis.Pipeliner) func() (int64, error) {
+		c := p.PExpire(ctx, key, keep)
+		return func() (int64, error) { ok, err := c.Result(); return b2i(ok), err }
+	}}
+}
+
+// settleEpochRefreshes notes the refreshes that were answered (calls[i] refreshed hs[i]'s epoch):
+// the next is due epochTTL/2 after each was sent. One that found no key is not sent again either.
+func (m *Manager) settleEpochRefreshes(hs []*holding, calls []*scriptCall) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i, sc := range calls {
+		if sc.err == nil {
+			hs[i].epochAt = sc.sent
+		}
+	}
 }
 
 // scheduleGuardEnd reads when the fresh-dataset guard of the refused endpoints ends and arms the

@@ -51,6 +51,7 @@ type holding struct {
 	cancel context.CancelCauseFunc
 
 	deadline time.Time     // local validity deadline
+	epochAt  time.Time     // cluster layout: when the last call that set the epoch key's TTL was sent (guard.go)
 	ended    bool          // the belief has ended
 	handoff  string        // non-empty: release after the in-flight poll, with this reason
 	released bool          // the release was already sent (release-before-poll mutant)

@@ -84,6 +84,9 @@ type Manager struct {
 	attempts    uint64    // acquire attempts so far (nonce suffix)
 	heldCount   int       // holdings whose belief has not ended
 	guardUntil  time.Time // the fresh-dataset guard refuses every grant until then (guard.go)
+	// epochTTL is how long a per-endpoint epoch key (cluster layout) outlives the last grant or
+	// renewal that refreshed it (guard.go): Config.fenceTTL, shortened only by tests.
+	epochTTL time.Duration
 
 	runCtx       context.Context
 	runCancel    context.CancelCauseFunc
@@ -169,6 +172,7 @@ func New(client redis.UniversalClient, cfg Config) (*Manager, error) {
 		prepareKick:  make(chan struct{}, 1),
 		renewKick:    make(chan struct{}, 1),
 		relKick:      make(chan struct{}, 1),
+		epochTTL:     cfg.fenceTTL(),
 	}
 	if cc, ok := client.(*redis.ClusterClient); ok && m.keys.cluster {
 		m.cc, m.downNodes = cc, map[string]string{}

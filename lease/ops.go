@@ -298,6 +298,7 @@ func (m *Manager) settleAcquireLocked(ep string, sc *scriptCall, rels []staleRel
 			return
 		}
 		m.startHoldingLocked(s, ep, uint64(sc.res), deadline)
+		s.h.epochAt = sc.sent // the grant set the epoch key's TTL
 		delete(m.refusedUntil, ep)
 		if at, ok := m.notified[ep]; ok {
 			m.metrics.handoffSeconds(m.clock.Now().Sub(at).Seconds())
@@ -341,9 +342,14 @@ func (m *Manager) renewPass() {
 			return
 		}
 		var send []*holding
+		refresh := map[*holding]bool{}
+		now := m.clock.Now()
 		for _, h := range part {
 			if !h.ended {
 				send = append(send, h)
+				if m.epochRefreshDueLocked(h, now) {
+					refresh[h] = true
+				}
 			}
 		}
 		m.mu.Unlock()
@@ -353,20 +359,33 @@ func (m *Manager) renewPass() {
 				send = slices.DeleteFunc(send, func(h *holding) bool { return skip[h.endpoint] })
 			}
 		}
-		calls := make([]*scriptCall, len(send))
+		calls := make([]*scriptCall, len(send), len(send)+len(refresh))
 		for i, h := range send {
 			calls[i] = m.renewCall(h.endpoint, h.value)
+		}
+		var refreshed []*holding // refreshed[k] is the holding of calls[len(send)+k]
+		for _, h := range send {
+			if refresh[h] {
+				calls = append(calls, m.epochRefreshCall(h.endpoint))
+				refreshed = append(refreshed, h)
+			}
 		}
 		octx, cancel := m.opCtx()
 		// On Redis Cluster each shard's renewals are settled as soon as its replies are in (runGroups).
 		runGroups(octx, m.client, m.clock.Now, calls, func(idx []int) {
-			hs := make([]*holding, len(idx))
-			group := make([]*scriptCall, len(idx))
-			for j, k := range idx {
-				hs[j], group[j] = send[k], calls[k]
+			var hs, rhs []*holding
+			var group, renewals, refreshes []*scriptCall
+			for _, k := range idx {
+				group = append(group, calls[k])
+				if k < len(send) {
+					hs, renewals = append(hs, send[k]), append(renewals, calls[k])
+				} else {
+					rhs, refreshes = append(rhs, refreshed[k-len(send)]), append(refreshes, calls[k])
+				}
 			}
 			m.noteBatch("renew", group)
-			m.settleRenewals(hs, group)
+			m.settleRenewals(hs, renewals)
+			m.settleEpochRefreshes(rhs, refreshes)
 		})
 		cancel()
 	}

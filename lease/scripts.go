@@ -168,8 +168,8 @@ type scriptCall struct {
 	script *redis.Script
 	keys   []string
 	args   []any
-	// plain, when set, replaces the script by plain commands queued on the pipeline (mutants only); the
-	// returned function reads the result once the pipeline has run.
+	// plain, when set, replaces the script by plain commands queued on the pipeline (the mutants, and
+	// the epoch refresh of guard.go); the returned function reads the result once the pipeline has run.
 	plain func(ctx context.Context, p redis.Pipeliner) func() (int64, error)
 	// wait, when positive, is Config.WaitReplicas for a grant or renewal: the batch ends with WAIT,
 	// and a write it does not report on wait replicas fails with ErrNotReplicated (wait.go).
