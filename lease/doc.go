@@ -118,7 +118,11 @@
 // a fleet started while Redis is busy or restarting comes up when Redis does.
 //
 // The context given to Start is the manager's lifetime: cancelling it is a crash (polls end at once,
-// nothing is sent). Stop is the graceful end. The usual shutdown, a signal-cancelled context passed to
+// nothing is sent). Stop is the graceful end. It hands each endpoint over at its own limit: one with
+// no poll in flight is released at once, one with a poll in flight as soon as that poll has returned
+// (releases ready together share a round trip), so no endpoint waits for the instance's slowest poll;
+// meanwhile the heartbeat is deleted and the stop announced, so that the others count the instance
+// out and take each endpoint when its release is announced. The usual shutdown, a signal-cancelled context passed to
 // Start and then Stop, therefore first crashes and then hands over: Stop after a crash waits for the
 // cancelled polls to return, then releases every lease the crash left in Redis (compare-and-delete on
 // the holding values, so nothing held by others is touched), deletes the heartbeat and notifies the

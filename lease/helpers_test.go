@@ -70,10 +70,17 @@ func newPollLog(dur time.Duration) *pollLog {
 	return &pollLog{dur: dur, maxToken: make(map[string]uint64)}
 }
 
-func (l *pollLog) pollFunc(instance string) PollFunc {
+func (l *pollLog) pollFunc(instance string) PollFunc { return l.pollFor(instance, nil) }
+
+// pollFor is pollFunc with each poll lasting dur(endpoint) (l.dur when dur is nil).
+func (l *pollLog) pollFor(instance string, dur func(endpoint string) time.Duration) PollFunc {
 	return func(ctx context.Context, p Poll) error {
 		start := time.Now()
-		t := time.NewTimer(l.dur)
+		d := l.dur
+		if dur != nil {
+			d = dur(p.Endpoint)
+		}
+		t := time.NewTimer(d)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
@@ -162,11 +169,13 @@ func (l *pollLog) overlaps() []string {
 
 // fleet runs managers against one Redis with a shared poll log.
 type fleet struct {
-	t       *testing.T
-	addr    string
-	cfg     Config
-	log     *pollLog
-	rnd     *rand.Rand
+	t    *testing.T
+	addr string
+	cfg  Config
+	log  *pollLog
+	rnd  *rand.Rand
+	// pollDur, when set, is how long each poll by an instance of an endpoint lasts (else the log's).
+	pollDur func(instance, endpoint string) time.Duration
 	mu      sync.Mutex
 	members map[string]*member
 }
@@ -215,6 +224,9 @@ func (f *fleet) buildAt(id, addr string, hooks ...redis.Hook) *Manager {
 	cfg := f.cfg
 	cfg.InstanceID = id
 	cfg.Poll = f.log.pollFunc(id)
+	if f.pollDur != nil {
+		cfg.Poll = f.log.pollFor(id, func(ep string) time.Duration { return f.pollDur(id, ep) })
+	}
 	cfg.Observe = f.log.observe
 	cfg.Logger = quietLogger()
 	f.mu.Lock()

@@ -3,6 +3,7 @@ package lease
 import (
 	"context"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/tenurelabs/tenure/internal/mutation"
@@ -56,6 +57,9 @@ type holding struct {
 	handoff  string        // non-empty: release after the in-flight poll, with this reason
 	released bool          // the release was already sent (release-before-poll mutant)
 	wake     chan struct{} // handoff or stop requested
+	// polling is set (with Manager.mu held) when a poll is about to be made and cleared when it has
+	// returned: Stop releases at once a holding with no poll in flight.
+	polling atomic.Bool
 }
 
 func (h *holding) signal() {
@@ -202,10 +206,11 @@ func (m *Manager) pollLoop(h *holding) {
 			return
 		case m.state == stateStopping:
 			m.endLocked(h, EventReleased, ReasonStopped, ErrReleased, epReleasing, false)
-			if !h.released {
-				m.stopRelease = append(m.stopRelease, h)
-			}
+			rel := m.stopRel
 			m.mu.Unlock()
+			if !h.released {
+				rel.add(h) // now, not once the instance's other polls have ended (stop.go)
+			}
 			return
 		case m.state != stateRunning:
 			m.mu.Unlock()
@@ -223,11 +228,13 @@ func (m *Manager) pollLoop(h *holding) {
 			return
 		}
 		deadline := h.deadline
+		h.polling.Store(true)
 		m.mu.Unlock()
 
 		if err := m.cfg.Poll(h.ctx, Poll{Endpoint: h.endpoint, Token: h.token, Deadline: deadline}); err != nil && h.ctx.Err() == nil {
 			m.log.Debug("lease: poll failed", "instance", m.id, "endpoint", h.endpoint, "token", h.token, "err", err)
 		}
+		h.polling.Store(false)
 
 		// The first poll comes at once (it ends the endpoint's takeover). The wait after it is drawn
 		// from the whole interval, then each wait is jittered down by up to 10%, as the other loops
@@ -262,39 +269,62 @@ func (m *Manager) release(h *holding) {
 
 // releaseAll is release for several holdings, acquireChunk per pipelined round trip.
 func (m *Manager) releaseAll(hs []*holding) {
-	for lo := 0; lo < len(hs); lo += acquireChunk {
+	errs := m.releaseBatch(m.opCtx, hs)
+	noted := false
+	for i, err := range errs {
+		if h := hs[i]; err != nil && m.runCtx.Err() == nil {
+			m.log.Warn("lease: release call failed (the lease will expire)", "instance", m.id, "endpoint", h.endpoint, "token", h.token, "err", err)
+			if !noted {
+				m.noteErr("release", err)
+				noted = true
+			}
+		}
+	}
+	m.kick(m.acquireKick) // the endpoints may be ours again
+}
+
+// releaseBatch deletes the lease of each of hs if it still holds that holding's value, announcing
+// each release, acquireChunk per pipelined round trip, each bounded by a context from step; tail goes
+// at the end of the last round trip (one of its own when hs is empty). It settles the slots: a
+// releasing slot becomes free (its value stale if the call failed), and a stale value whose release
+// was answered is forgotten. errs[i] is the error of hs[i]'s call.
+func (m *Manager) releaseBatch(step func() (context.Context, context.CancelFunc), hs []*holding, tail ...*scriptCall) (errs []error) {
+	errs = make([]error, len(hs))
+	for lo := 0; lo < len(hs) || (lo == 0 && len(tail) > 0); lo += acquireChunk {
 		part := hs[lo:min(lo+acquireChunk, len(hs))]
-		calls := make([]*scriptCall, len(part))
+		calls := make([]*scriptCall, len(part), len(part)+len(tail))
 		for i, h := range part {
 			calls[i] = m.releaseCall(h.endpoint, h.value, true)
 		}
-		octx, cancel := m.opCtx()
+		if lo+acquireChunk >= len(hs) {
+			calls = append(calls, tail...)
+		}
+		octx, cancel := step()
 		runBatch(octx, m.client, m.clock.Now, calls)
 		cancel()
-		noted := false
-		for i, sc := range calls {
-			if h := part[i]; sc.err != nil && m.runCtx.Err() == nil {
-				m.log.Warn("lease: release call failed (the lease will expire)", "instance", m.id, "endpoint", h.endpoint, "token", h.token, "err", sc.err)
-				if !noted {
-					m.noteErr("release", sc.err)
-					noted = true
-				}
-			}
-		}
 		m.mu.Lock()
-		for i, sc := range calls {
+		for i, sc := range calls[:len(part)] {
 			h := part[i]
-			if s := m.slots[h.endpoint]; s != nil && s.state == epReleasing && s.value == h.value {
+			errs[lo+i] = sc.err
+			s := m.slots[h.endpoint]
+			switch {
+			case s == nil:
+			case s.state == epReleasing && s.value == h.value:
 				stale := ""
 				if sc.err != nil {
 					stale = h.value
 				}
 				m.freeLocked(h.endpoint, stale)
+			case sc.err == nil:
+				s.forgetStale(h.value) // a stale value Stop released
+				if s.state == epFree && len(s.stale) == 0 {
+					delete(m.slots, h.endpoint)
+				}
 			}
 		}
 		m.mu.Unlock()
 	}
-	m.kick(m.acquireKick) // the endpoints may be ours again
+	return errs
 }
 
 // releaseQueued is release through the manager's release loop, which sends every release queued

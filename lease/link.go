@@ -197,9 +197,15 @@ func (m *Manager) probeNodes() {
 	// then an announcement, so that the others read it now rather than at their next scan.
 	if !m.nodeDownFor(m.keys.node(m.id)) {
 		m.hbMu.Lock()
-		octx, cancel := m.opCtx()
-		err := m.heartbeat(octx)
-		cancel()
+		m.mu.Lock()
+		running := m.state == stateRunning // Stop deletes the heartbeat after taking hbMu: never after it
+		m.mu.Unlock()
+		var err error
+		if running {
+			octx, cancel := m.opCtx()
+			err = m.heartbeat(octx)
+			cancel()
+		}
 		m.hbMu.Unlock()
 		if err != nil {
 			m.log.Debug("lease: heartbeat after a probe failed", "instance", m.id, "err", err)

@@ -84,15 +84,14 @@ type staleRelease struct {
 	call  *scriptCall
 }
 
-// keepStaleLocked queues for Stop's release batch every stale value of every slot. Leaving one would
-// turn a graceful handoff of milliseconds into a wait of up to one LeaseTTL for the endpoint's next
-// owner. The release compares the value, so one that has expired or was replaced is left alone.
-// m.mu must be held.
-func (m *Manager) keepStaleLocked() {
+// staleLocked returns every stale value of every slot as a holding to release. They stay in their
+// slots until a release of each is answered. m.mu must be held.
+func (m *Manager) staleLocked() []*holding {
+	var out []*holding
 	for ep, s := range m.slots {
-		m.stopRelease = append(m.stopRelease, staleHoldings(ep, s)...)
-		s.stale = nil
+		out = append(out, staleHoldings(ep, s)...)
 	}
+	return out
 }
 
 // staleHoldings are s's stale values as holdings to release (ep is s's endpoint).
