@@ -4,7 +4,9 @@
 // # Patterns
 //
 //   - Continuous: New + Start; IsLeader, Leader, State, Term, Events; callbacks OnStartedLeading (with a
-//     leader context), OnStoppedLeading, OnNewLeader; Stop hands off gracefully.
+//     leader context), OnStoppedLeading, OnNewLeader; Stop hands off gracefully, also after the context
+//     given to Start has ended (signal.NotifyContext, then Stop); that context ending without a Stop is
+//     a crash, and the holding ends as the backend's rules say.
 //   - One-shot: RunOnce runs a function only if the role can be had now, then releases it.
 //   - Leader-only: LeaderOnly wraps a function so it runs only while an Elector leads.
 //   - Several roles: one Elector per role; they may share a Backend and a prometheus.Registerer.

@@ -27,6 +27,7 @@ type Elector struct {
 	term    uint64
 	leader  string
 	cur     *leadership // non-nil while leading
+	left    *leftover   // what the end of Start's context left held, for Stop (see shutdown.go)
 	started bool
 	stopCh  chan struct{} // closed by Stop
 	done    chan struct{} // closed when the run loop has returned
@@ -82,10 +83,12 @@ func (e *Elector) Role() string { return e.cfg.Role }
 // logged and counted in tenure_election_start_retries_total, until ctx ends or Stop is called: then Start
 // returns an error wrapping ErrBackendUnavailable and the cause, and the elector is done.
 //
-// Cancelling ctx models a crash: the leader context is cancelled and nothing is released. On Redis the
-// holding expires within TTL. On PostgreSQL the lock lives as long as the role's session: a process that
-// really dies closes it at once; one that lives on keeps it until the backend is closed or the server
-// ends the idle session (see PostgresBackend).
+// When ctx ends the elector stops at once: the leader context is cancelled and nothing more is sent.
+// A Stop that follows (the pattern of signal.NotifyContext, then Stop) releases what is still held, so
+// a standby takes over within milliseconds. Without Stop it is a crash: nothing is released. On Redis
+// the holding expires within TTL. On PostgreSQL the lock lives as long as the role's session: a process
+// that really dies closes it at once; one that lives on keeps it until the backend is closed or the
+// server ends the idle session (see PostgresBackend).
 func (e *Elector) Start(ctx context.Context) error {
 	e.mu.Lock()
 	if e.started {
@@ -132,7 +135,9 @@ func (e *Elector) awaitBackend(ctx context.Context) error {
 
 // Stop ends the election gracefully: when leading, it cancels the leader context, waits for in-flight
 // work (at most HandoffTimeout), releases the role so a standby takes over at once, and calls
-// OnStoppedLeading. It returns when the elector has stopped or ctx ends.
+// OnStoppedLeading. After Start's context has ended it still waits for that work and releases what the
+// elector held when the context ended. It returns when the elector has stopped and released, or when
+// ctx ends; an error says what could not be released.
 func (e *Elector) Stop(ctx context.Context) error {
 	e.mu.Lock()
 	if !e.started {
@@ -147,7 +152,7 @@ func (e *Elector) Stop(ctx context.Context) error {
 	e.mu.Unlock()
 	select {
 	case <-e.done:
-		return nil
+		return e.releaseLeftover(ctx)
 	case <-ctx.Done():
 		return fmt.Errorf("election: stop role %q: %w", e.cfg.Role, ctx.Err())
 	}
@@ -298,6 +303,7 @@ func (e *Elector) run(ctx context.Context) {
 		switch {
 		case err != nil:
 			if ctx.Err() != nil {
+				e.abandon(leftover{unknown: true})
 				return
 			}
 			e.log.Warn("election attempt failed", "err", err)
@@ -321,6 +327,8 @@ func (e *Elector) run(ctx context.Context) {
 		case ok && (e.stopping() || ctx.Err() != nil):
 			if ctx.Err() == nil {
 				e.release(term)
+			} else {
+				e.abandon(leftover{term: term})
 			}
 			return
 		case ok && !e.cfg.deadline(sent).After(e.cfg.Clock.Now().Add(e.cfg.OpTimeout)):
@@ -387,18 +395,23 @@ func (e *Elector) nextAttempt(asked time.Time, info LeaderInfo, err error, quick
 
 // release gives term up, bounded by OpTimeout, logs the outcome and reports whether it succeeded.
 func (e *Elector) release(term uint64) bool {
-	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.OpTimeout)
+	return e.releaseWithin(context.Background(), term) == nil
+}
+
+// releaseWithin is release bounded by ctx as well, returning the backend's error.
+func (e *Elector) releaseWithin(ctx context.Context, term uint64) error {
+	ctx, cancel := context.WithTimeout(ctx, e.cfg.OpTimeout)
 	defer cancel()
-	if err := e.b.Release(ctx, e.cfg.Role, e.cfg.InstanceID, term); err != nil {
-		if errors.Is(err, ErrNotHeld) {
-			e.log.Info("election release found nothing to release", "term", term, "err", err)
-		} else {
-			e.log.Warn("election release failed", "term", term, "err", err)
-		}
-		return false
+	err := e.b.Release(ctx, e.cfg.Role, e.cfg.InstanceID, term)
+	switch {
+	case errors.Is(err, ErrNotHeld):
+		e.log.Info("election release found nothing to release", "term", term, "err", err)
+	case err != nil:
+		e.log.Warn("election release failed", "term", term, "err", err)
+	default:
+		e.log.Info("election released", "term", term)
 	}
-	e.log.Info("election released", "term", term)
-	return true
+	return err
 }
 
 // lead holds the leadership with term until it ends. It returns a non-nil error when the elector must
@@ -438,7 +451,8 @@ func (e *Elector) lead(ctx context.Context, sent time.Time, term uint64) error {
 	case ctx.Err() != nil:
 		why, ret = ErrCrashed, ErrCrashed
 		k.stop()
-		e.log.Warn("election context ended while leading; releasing nothing", "term", term)
+		e.abandon(leftover{l: l, term: term})
+		e.log.Info("election context ended while leading: stopped acting; Stop releases the role, without Stop it expires", "term", term)
 	default:
 		why, ret = ErrStopped, ErrStopped
 		cancel(ErrStopped)

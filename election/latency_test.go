@@ -58,6 +58,16 @@ func TestHandoffAndFailoverLatency(t *testing.T) {
 				t.Logf("%s graceful handoff (RetryInterval %s): %s", name, testTTL, summary(ds))
 				require.Less(t, slices.Max(ds), testTTL/4, "well within one RetryInterval")
 			})
+			t.Run("signal-stop", func(t *testing.T) {
+				t.Parallel()
+				// As services stop: Start's context cancelled (signal.NotifyContext), then Stop.
+				ds := measure(t, lb, 5, testTTL, func(e *Elector, _ Backend, cancel context.CancelFunc) {
+					cancel()
+					require.NoError(t, e.Stop(context.Background()))
+				})
+				t.Logf("%s handoff after a cancelled start context and Stop (RetryInterval %s): %s", name, testTTL, summary(ds))
+				require.Less(t, slices.Max(ds), testTTL/4, "well within one RetryInterval")
+			})
 			t.Run("failover", func(t *testing.T) {
 				t.Parallel()
 				ds := measure(t, lb, 3, testRetry, func(_ *Elector, b Backend, cancel context.CancelFunc) {

@@ -40,6 +40,9 @@ const (
 	// Election mutants.
 	ElectionTermUnchecked Name = "election-term-unchecked" // renew compares the instance, not the term
 	ElectionNoCancel      Name = "election-no-cancel"      // the leader context is not cancelled at the deadline
+
+	// ElectionStopAfterCancelAbandons: Stop after Start's context ended releases nothing.
+	ElectionStopAfterCancelAbandons Name = "election-stop-after-cancel-abandons"
 )
 
 // Set is a set of removed mechanisms. The zero Set removes nothing.
