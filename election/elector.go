@@ -31,6 +31,8 @@ type Elector struct {
 	started bool
 	stopCh  chan struct{} // closed by Stop
 	done    chan struct{} // closed when the run loop has returned
+
+	guardLogged time.Time // the end of the last fresh-dataset guard logged (run loop only)
 }
 
 // leadership is one term of this elector: its context and the in-flight work counted against it.
@@ -353,6 +355,9 @@ func (e *Elector) run(ctx context.Context) {
 			e.setState(Follower)
 		} else {
 			e.setState(Candidate)
+			if err == nil && info.ID == "" {
+				e.noteGuard(asked, info.Guard)
+			}
 		}
 		var d time.Duration
 		d, quick = e.nextAttempt(asked, info, err, quick)
