@@ -368,7 +368,8 @@ func (m *Manager) crash() {
 	if m.pubsub != nil {
 		_ = m.pubsub.Close()
 	}
-	m.log.Info("lease: crashed (context cancelled)", "instance", m.id)
+	// Not a crash yet: a Stop that follows (signal.NotifyContext, then Stop) releases what was held.
+	m.log.Info("lease: start context ended: stopped polling; Stop releases the leases, without Stop they expire", "instance", m.id)
 }
 
 // dropLocked ends every belief at once (cause ErrCrashed), reporting nothing, and keeps every value
