@@ -36,6 +36,9 @@ func electionScenarios() []sim.Scenario {
 			instances: 3, duration: 150, steps: chaos.Schedule{{At: 60 * s, For: 40 * s, Fault: chaos.Outage{}}}, steady: [2]int{135, 150}},
 		{name: "graceful-handoff", desc: "The leader stops gracefully; a standby leads within milliseconds.",
 			instances: 3, duration: 100, steps: chaos.Schedule{{At: 60 * s, Fault: chaos.Stop{Of: role}}}, steady: [2]int{70, 100}},
+		{name: "signal-stop", desc: "The leader stops as a service does on SIGTERM: the context it was started with is cancelled, then Stop is called. " +
+			"Stop must still release: a standby leads within the handoff bound (the leader's work in flight and a few round trips), not a TTL later.",
+			instances: 3, duration: 100, steps: chaos.Schedule{{At: 60 * s, Fault: chaos.Stop{Of: role, Signal: true}}}, steady: [2]int{70, 100}},
 		{name: "herd-10", desc: "Ten candidates start at the same moment; exactly one leads.",
 			instances: 10, duration: 90, steady: [2]int{65, 90}},
 		{name: "leader-pause", desc: "The leader freezes for 1.5 TTL and wakes with its old term; the resource refuses it by fencing. " +

@@ -22,5 +22,8 @@ func init() {
 		// scheduled, and the verdict is unknown.
 		mutantCase{mutant: mutation.StopDuringStartUnguarded, scenarios: []string{"stop-during-start"},
 			caughtBy: []string{checker.InvAssumptions}, mention: "Stop panicked"},
+		// The elector stopped the same way releases nothing either: a standby leads a TTL later.
+		mutantCase{mutant: mutation.ElectionStopAfterCancelAbandons, reference: "election-redis",
+			scenarios: []string{"election-signal-stop-redis"}, caughtBy: []string{checker.InvFailover}},
 	)
 }
