@@ -39,7 +39,7 @@ func (e *Elector) noteGuard(asked time.Time, guard time.Duration) {
 		return
 	}
 	e.guardLogged = asked.Add(guard)
-	e.log.Info("election: granting nobody until "+e.guardLogged.Format("15:04:05.000")+": fresh dataset",
+	e.log.Info("election fresh dataset: nobody leads until "+e.guardLogged.Format("15:04:05.000"),
 		"until", e.guardLogged, "reason", "a new or restarted Redis grants a role to nobody for one TTL, "+
 			"so that a leader from before it stops first (RedisBackend.MarkEstablished skips this where no such leader can exist)")
 }

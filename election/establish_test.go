@@ -53,7 +53,7 @@ func TestFreshRoleGuardIsExplainedAndCanBeSkipped(t *testing.T) {
 	var guarded syncBuffer
 	_, took := run(uniqueRole(t), &guarded)
 	require.GreaterOrEqual(t, took, testTTL-testOp, "a new role waits for the guard")
-	require.Equal(t, 1, strings.Count(guarded.String(), "granting nobody until"), "said once:\n%s", guarded.String())
+	require.Equal(t, 1, strings.Count(guarded.String(), "nobody leads until"), "said once:\n%s", guarded.String())
 	require.Contains(t, guarded.String(), "fresh dataset")
 
 	role := uniqueRole(t)
@@ -61,7 +61,7 @@ func TestFreshRoleGuardIsExplainedAndCanBeSkipped(t *testing.T) {
 	var established syncBuffer
 	_, took = run(role, &established)
 	require.Less(t, took, testTTL/2, "an established role is granted at once")
-	require.NotContains(t, established.String(), "granting nobody")
+	require.NotContains(t, established.String(), "nobody leads until")
 
 	// A guard in force stays in force.
 	role = uniqueRole(t)
