@@ -80,7 +80,7 @@ func checkAssumptions(idx *index) Result {
 			strings.Join(idx.scope.breaches(), "; ") + "; findings it explains are judged as outside the assumptions"
 	default:
 		res.Outcome = Pass
-		res.Message = fmt.Sprintf("%d events (%d operations, %d polls) over %v, in order", len(idx.events), len(idx.ops), idx.pollCount, idx.end)
+		res.Message = fmt.Sprintf("%d events (%s, %s) over %v, in order", len(idx.events), count(len(idx.ops), "operation", "operations"), count(idx.pollCount, "poll", "polls"), round(idx.end))
 	}
 	if res.Outcome != Violated {
 		res.Message += assumptionsNote(idx)

@@ -122,6 +122,6 @@ func checkBalance(idx *index, opts Options) Result {
 		}
 	}
 	return c.result(InvBalance, opts.MaxViolations,
-		fmt.Sprintf("every live instance held within ±1 of E/N in %d samples over %d steady windows", samples, len(m.Steady)),
-		fmt.Sprintf("%d of %d steady windows were unbalanced (not every live instance within ±1 of E/N)", len(c.list), len(m.Steady)))
+		fmt.Sprintf("every live instance held within ±1 of E/N in %s over %s", count(samples, "sample", "samples"), count(len(m.Steady), "steady window", "steady windows")),
+		fmt.Sprintf("%d of %s unbalanced (not every live instance within ±1 of E/N)", len(c.list), count(len(m.Steady), "steady window was", "steady windows were")))
 }

@@ -199,7 +199,7 @@ func TestLivenessEverywhere(t *testing.T) {
 			return base().polls("a", "e1", 0, 5*s, s, 1).
 				fault("f1", "redis-restart", 5*s, 5*s+ms(200), false, true).
 				polls("a", "e1", 5*s+ms(200)+s+ms(300)+3*s, 20*s, s, 1)
-		}, true, "1 longer gaps excused by the faults that hindered them"},
+		}, true, "1 longer gap excused by the faults that hindered them"},
 		{"a gap past the restart's deadline", func() *builder {
 			return base().polls("a", "e1", 0, 5*s, s, 1).
 				fault("f1", "redis-restart", 5*s, 5*s+ms(200), false, true).

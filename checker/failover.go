@@ -168,7 +168,7 @@ func checkFailover(idx *index, opts Options) (Result, []Failover) {
 			lat = append(lat, fo.Latency)
 		}
 	}
-	summary := fmt.Sprintf("%d takeovers after %d faults", len(lat), faults)
+	summary := count(len(lat), "takeover", "takeovers") + " after " + count(faults, "fault", "faults")
 	if len(lat) > 0 {
 		slices.Sort(lat)
 		summary += fmt.Sprintf(" (p50 %v, max %v)", round(percentile(lat, 50)), round(lat[len(lat)-1]))
@@ -181,22 +181,21 @@ func checkFailover(idx *index, opts Options) (Result, []Failover) {
 			summary += fmt.Sprintf(", and the handoff bound %v for graceful stops (this scenario's own)", hb)
 		}
 	}
-	summary += fmt.Sprintf("; %d scale changes checked for missed polls", gaps)
+	summary += "; " + count(gaps, "scale change", "scale changes") + " checked for missed polls"
 	summary += shards.String()
 	if unmeasured > 0 {
-		summary += fmt.Sprintf("; %d takeovers not measured because the run ended within the bound", unmeasured)
+		summary += "; " + count(unmeasured, "takeover", "takeovers") + " not measured because the run ended within the bound"
 	}
 	if len(out) == 0 && gaps == 0 && shards.faults == 0 && len(c.list) == 0 {
 		why := "no fault took an endpoint from its holder and no scale change happened"
 		if faults > 0 {
-			why = fmt.Sprintf("%d faults owed takeovers, but their targets polled no endpoint in the two poll intervals before them", faults)
+			why = count(faults, "fault", "faults") + " owed takeovers, but their targets polled no endpoint in the two poll intervals before them"
 		}
 		return Result{Invariant: InvFailover, Outcome: Skipped, Message: "nothing to judge: " + why + shards.String()}, out
 	}
 	return c.result(InvFailover, opts.MaxViolations,
 		summary+": all within the bound",
-		fmt.Sprintf("%d endpoints went unpolled longer than their bound after a fault or scale change; %s",
-			len(c.list), summary)), out
+		count(len(c.list), "endpoint", "endpoints")+" went unpolled longer than the bound after a fault or scale change; "+summary), out
 }
 
 // owesTakeover reports whether a fault of class c, hitting instances, takes their endpoints from them, so

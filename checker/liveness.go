@@ -105,15 +105,15 @@ func checkLiveness(idx *index, opts Options) Result {
 		}
 	}
 	paused := checkPausedSessions(idx, &c)
-	scope := fmt.Sprintf("%d endpoint intervals judged for starvation over the whole run (limit %v)", judged, round(limit))
+	scope := fmt.Sprintf("%s judged for starvation over the whole run (limit %v)", count(judged, "endpoint interval", "endpoint intervals"), round(limit))
 	if excused > 0 {
-		scope += fmt.Sprintf("; %d longer gaps excused by the faults that hindered them, the longest %v (%s: %s)",
-			excused, round(longest.gap), longest.ep, longest.why)
+		scope += fmt.Sprintf("; %s excused by the faults that hindered them, the longest %v (%s: %s)",
+			count(excused, "longer gap", "longer gaps"), round(longest.gap), longest.ep, longest.why)
 	}
-	scope += fmt.Sprintf("; %d pauses or removals judged", paused)
+	scope += "; " + count(paused, "pause or removal", "pauses or removals") + " judged"
 	return c.result(InvLiveness, opts.MaxViolations,
 		"every active endpoint was polled and no paused session was: "+scope,
-		fmt.Sprintf("%d liveness violations (starved endpoints or paused sessions polled): %s", len(c.list), scope))
+		count(len(c.list), "liveness violation", "liveness violations")+" (starved endpoints or paused sessions polled): "+scope)
 }
 
 // excusedGap is the longest gap over the liveness limit that faults excused.
@@ -184,7 +184,7 @@ func checkLivenessInSteadyWindows(idx *index, opts Options) Result {
 	}
 	return c.result(InvLiveness, opts.MaxViolations,
 		"every active endpoint was polled and no paused session was: "+scope,
-		fmt.Sprintf("%d liveness violations (starved endpoints or paused sessions polled): %s", len(c.list), scope))
+		count(len(c.list), "liveness violation", "liveness violations")+" (starved endpoints or paused sessions polled): "+scope)
 }
 
 type gap struct {

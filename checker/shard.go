@@ -134,7 +134,7 @@ func (s shardSummary) String() string {
 	if s.faults == 0 {
 		return skipped
 	}
-	out := skipped + fmt.Sprintf("; %d shard faults: %d endpoints on untouched slots held to their cadence (handoffs to the specification's bound)", s.faults, s.healthy)
+	out := skipped + fmt.Sprintf("; %s: %s on untouched slots held to their cadence (handoffs to the specification's bound)", count(s.faults, "shard fault", "shard faults"), count(s.healthy, "endpoint", "endpoints"))
 	if s.touched > 0 {
 		out += fmt.Sprintf(", %d on touched slots to the scenario's", s.touched)
 	}

@@ -52,7 +52,7 @@ func TestShardGaps(t *testing.T) {
 			b: shardBase(true).polls("a", "ep-3", 6*s, 20*s, ms(500), 1).polls("b", "ep-2", 6*s, 20*s, ms(500), 1).
 				polls("b", "ep-0", 14*s, 20*s, ms(500), 2),
 			outcome: Pass,
-			msgs:    []string{"1 shard faults: 2 endpoints on untouched slots", "1 on touched slots not judged"},
+			msgs:    []string{"1 shard fault: 2 endpoints on untouched slots", "1 on touched slots not judged"},
 		},
 		{
 			// The defect: the holder's lease lapsed with its renewal, and it took the endpoint back.

@@ -80,15 +80,15 @@ func checkSinglePoller(idx *index, opts Options) Result {
 
 	refusedNote := ""
 	if idx.refused > 0 {
-		refusedNote = fmt.Sprintf(" (%d stale polls refused by fencing are judged by %s)", idx.refused, InvStalePoll)
+		refusedNote = fmt.Sprintf(" (%s refused by fencing judged by %s)", count(idx.refused, "stale poll", "stale polls"), InvStalePoll)
 	}
 	if len(bad.list) == 0 {
 		return Result{Invariant: InvSinglePoller, Outcome: Pass,
 			Message: "no endpoint was polled by two holders at once, and no holder polled after a newer one" + refusedNote}
 	}
 	res := Result{Invariant: InvSinglePoller, Outcome: Violated,
-		Message: fmt.Sprintf("%d polls reached the resource while another instance held the endpoint: %d overlapping another instance's poll, %d zombie polls after a newer holder%s; see the violations for the polls involved",
-			len(bad.list), len(bad.list)-zombies, zombies, refusedNote)}
+		Message: fmt.Sprintf("%s reached the resource while another instance held the endpoint: %d overlapping another instance's poll, %s after a newer holder%s; see the violations for the polls involved",
+			count(len(bad.list), "poll", "polls"), len(bad.list)-zombies, count(zombies, "zombie poll", "zombie polls"), refusedNote)}
 	res.Violations, res.Truncated = bad.capped(opts.MaxViolations)
 	return res
 }

@@ -44,7 +44,7 @@ func TestSinglePoller(t *testing.T) {
 				poll("a", "e1", 2*time.Second, 2*time.Second+ms(100), 1),
 			outcome:  Violated,
 			reached:  1,
-			msg:      "1 zombie polls",
+			msg:      "1 zombie poll",
 			involved: []string{"b", "a"},
 		},
 		{
@@ -53,7 +53,7 @@ func TestSinglePoller(t *testing.T) {
 				refused("a", "e1", 2*time.Second, 1, 2),
 			outcome: Pass,
 			refused: 1,
-			msg:     "1 stale polls refused by fencing",
+			msg:     "1 stale poll refused by fencing",
 		},
 		{
 			name: "zombie by belief without tokens",
@@ -62,7 +62,7 @@ func TestSinglePoller(t *testing.T) {
 				poll("a", "e1", 2*time.Second, 2*time.Second+ms(100), 0),
 			outcome: Violated,
 			reached: 1,
-			msg:     "1 zombie polls",
+			msg:     "1 zombie poll",
 		},
 		{
 			name: "re-acquisition without tokens or beliefs",

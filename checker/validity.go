@@ -137,7 +137,7 @@ func checkValidity(idx *index, opts Options) Result {
 	}
 	return bad.result(InvValidity, opts.MaxViolations,
 		fmt.Sprintf("all %d judged polls lay inside their poller's confirmed lease%s", judged, note),
-		fmt.Sprintf("%d polls reached the resource outside their poller's confirmed lease [reply, request + TTL·(1 − drift bound)]%s", len(bad.list), note))
+		fmt.Sprintf("%s reached the resource outside the poller's confirmed lease [reply, request + TTL·(1 − drift bound)]%s", count(len(bad.list), "poll", "polls"), note))
 }
 
 // cutSlack is how far a poll cut short by its context may end past the validity bound: the system cuts
