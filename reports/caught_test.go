@@ -103,7 +103,7 @@ func TestCaughtIsSafeInEveryOutput(t *testing.T) {
 func TestLegacyRefusalsRenderAsCaught(t *testing.T) {
 	r := caughtRun()
 	r.Report.Results = []checker.Result{
-		{Invariant: checker.InvSinglePoller, Outcome: checker.Pass, Message: "no overlap; 1 stale polls refused by fencing (safe)",
+		{Invariant: checker.InvSinglePoller, Outcome: checker.Pass, Message: "no overlap; 1 stale poll refused by fencing (safe)",
 			Violations: []checker.Violation{{At: time.Second, Endpoint: "ep-001", Instances: []string{"a"}, Message: "stale poll refused"}}},
 	}
 	m := buildModel(r)

@@ -521,6 +521,11 @@ func (m *model) humanize(s string) string {
 			s = strings.ReplaceAll(s, in.id, in.short)
 		}
 	}
+	return roundDurations(s)
+}
+
+// roundDurations rounds the Go duration texts in s ("2.585715982s" becomes "2.59s").
+func roundDurations(s string) string {
 	return durRE.ReplaceAllStringFunc(s, func(t string) string {
 		d, err := time.ParseDuration(t)
 		if err != nil {

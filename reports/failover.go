@@ -138,7 +138,7 @@ func failoverHeadline(m *model) string {
 		s += " (" + b + ")"
 	}
 	if never > 0 {
-		s += fmt.Sprintf("; %d endpoints never polled again", never)
+		s += "; " + plural(never, "endpoint", "endpoints") + " never polled again"
 	}
 	return s + "."
 }

@@ -332,7 +332,7 @@ func params(m *model) []kv {
 		{"lease TTL", fmtDur(mt.LeaseTTL)}, {"failover bound", fmtDur(mt.FailoverBound)},
 		{"poll interval", fmtDur(mt.PollInterval)}, {"fencing", map[bool]string{true: "used: the resource refuses stale tokens", false: "not used"}[mt.Fencing]},
 		{"duration", fmtDur(m.dur)},
-		{"events", fmt.Sprintf("%d (%d operations, %d polls, %d refused by fencing)", len(m.ev), m.rep.Ops, m.rep.Polls, m.rep.Refused)},
+		{"events", fmt.Sprintf("%d (%s, %s, %d refused by fencing)", len(m.ev), plural(m.rep.Ops, "operation", "operations"), plural(m.rep.Polls, "poll", "polls"), m.rep.Refused)},
 		{"assumptions", assumptionsText(mt.Assumptions)},
 	}
 	if mt.Lag != nil {

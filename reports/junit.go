@@ -148,24 +148,24 @@ func junitSuite(r junitRun) jSuite {
 		c := jCase{Name: res.Invariant, Classname: class, Time: secs(res.Duration)}
 		switch st := statusOf(res, r.expected); st {
 		case stSkipped:
-			c.Skipped = &jMsg{Message: res.Message}
+			c.Skipped = &jMsg{Message: roundDurations(res.Message)}
 			s.Skipped++
 		case stExpected:
-			c.SystemOut = "violated, as the scenario expects: " + res.Message
+			c.SystemOut = "violated, as the scenario expects: " + roundDurations(res.Message)
 		case stCaught:
-			c.SystemOut = "caught (safe): outside the system's assumptions and stopped before the resource: " + res.Message
+			c.SystemOut = "caught (safe): outside the system's assumptions and stopped before the resource: " + roundDurations(res.Message)
 		case stViolated:
-			c.Failure = &jMsg{Message: oneLine(res.Message, 300), Type: "violated", Body: violationList(res, mt.Command)}
+			c.Failure = &jMsg{Message: oneLine(roundDurations(res.Message), 300), Type: "violated", Body: violationList(res, mt.Command)}
 			s.Failures++
 		case stMissed:
-			c.Failure = &jMsg{Message: fmt.Sprintf("expected %s to be violated, but it was %s: %s", res.Invariant, res.Outcome, oneLine(res.Message, 240)),
+			c.Failure = &jMsg{Message: fmt.Sprintf("expected %s to be violated, but it was %s: %s", res.Invariant, res.Outcome, oneLine(roundDurations(res.Message), 240)),
 				Type: "expectation", Body: "replay: " + mt.Command}
 			s.Failures++
 		case stInconclusive:
-			c.Skipped = &jMsg{Message: "inconclusive: " + oneLine(inconclusiveLag(res)+res.Message, 400)}
+			c.Skipped = &jMsg{Message: "inconclusive: " + oneLine(inconclusiveLag(res)+roundDurations(res.Message), 400)}
 			s.Skipped++
 		case stUnknown:
-			c.Error = &jMsg{Message: oneLine(res.Message, 300), Type: string(res.Outcome), Body: "replay: " + mt.Command}
+			c.Error = &jMsg{Message: oneLine(roundDurations(res.Message), 300), Type: string(res.Outcome), Body: "replay: " + mt.Command}
 			s.Errors++
 		}
 		s.Cases = append(s.Cases, c)
@@ -196,7 +196,7 @@ func violationList(res checker.Result, command string) string {
 		if len(v.Instances) > 0 {
 			fmt.Fprintf(&b, " [%s]", strings.Join(v.Instances, ", "))
 		}
-		fmt.Fprintf(&b, ": %s\n", oneLine(v.Message, 300))
+		fmt.Fprintf(&b, ": %s\n", oneLine(roundDurations(v.Message), 300))
 	}
 	if res.Truncated > 0 {
 		fmt.Fprintf(&b, "(%d more not listed)\n", res.Truncated)

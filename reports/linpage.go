@@ -14,6 +14,9 @@ import (
 // <key>: ...".
 var metaRE = regexp.MustCompile(`^seq \d+: (\S+) on (\S+?)(?::\s|$)`)
 
+// faultMetaRE reads its description of a backend wipe: "seq 12: fault f1 redis-restart".
+var faultMetaRE = regexp.MustCompile(`^seq \d+: fault \S+`)
+
 // decorateLinearizability gives porcupine's page its context: a header with the run's name, seed and
 // verdicts and a link back to report.html; clients named by instance and operations labelled with their
 // endpoint. Porcupine's interactivity is kept: only its data and one label line are rewritten, and when
@@ -96,6 +99,14 @@ func relabelClients(page []byte, m *model) ([]byte, bool) {
 			meta, _ := em["Metadata"].(string)
 			sm := metaRE.FindStringSubmatch(meta)
 			if sm == nil {
+				// A wipe of the backend (a restart that lost the data) is an operation of a client of
+				// its own, which has no instance to be named after.
+				if faultMetaRE.MatchString(meta) {
+					if id, err := em["ClientId"].(json.Number).Int64(); err == nil {
+						names[int(id)] = "backend"
+					}
+					em["Metadata"] = m.humanize(meta)
+				}
 				continue
 			}
 			inst, key := sm[1], sm[2]

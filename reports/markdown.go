@@ -54,7 +54,7 @@ func renderRunMarkdown(w io.Writer, m *model) error {
 	}
 	b.WriteString("\n")
 	if m.rep.Refused > 0 {
-		fmt.Fprintf(&b, "%d polls were refused by fencing (judged by stale-poll; never counted as single-poller violations).\n\n", m.rep.Refused)
+		fmt.Fprintf(&b, "%s refused by fencing (judged by stale-poll; never counted as single-poller violations).\n\n", plural(m.rep.Refused, "poll was", "polls were"))
 	}
 	if h := failoverHeadline(m); h != "" {
 		fmt.Fprintf(&b, "**Failover:** %s\n\n", h)

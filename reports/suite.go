@@ -245,7 +245,7 @@ func suiteRowOf(r SuiteEntry, cols []string) suiteRow {
 				continue
 			}
 			st := statusOf(res, mt.Expect)
-			cell = suiteCell{Text: st.label(), Class: st.class(), Tip: oneLine(res.Message, 300)}
+			cell = suiteCell{Text: st.label(), Class: st.class(), Tip: oneLine(roundDurations(res.Message), 300)}
 			if n := len(res.Violations) + res.Truncated; n > 0 {
 				cell.Text = fmt.Sprintf("%s (%d)", st.label(), n)
 			} else if n := res.CaughtCount(); n > 0 {

@@ -308,7 +308,7 @@ func violTip(v violInfo) string {
 	if len(v.v.Instances) > 0 {
 		s += " (" + strings.Join(v.v.Instances, ", ") + ")"
 	}
-	return s + ": " + oneLine(v.v.Message, 200)
+	return roundDurations(s + ": " + oneLine(v.v.Message, 200))
 }
 
 // markViolations marks violations on one row at height y: a diamond (class) for a violation that stands
