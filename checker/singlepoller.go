@@ -104,6 +104,12 @@ func checkStalePoll(idx *index, opts Options) Result {
 		return Result{Invariant: InvStalePoll, Outcome: Skipped,
 			Message: "the resource did not check fencing tokens, so no stale poll could be refused"}
 	}
+	if idx.refused == 0 && !anyToken(idx) {
+		// Without tokens the resource cannot tell a stale poll from a current one: a pass here would
+		// say "no stale poll arrived" while single-poller lists zombie polls that did.
+		return Result{Invariant: InvStalePoll, Outcome: Skipped,
+			Message: "no poll carried a fencing token, so the resource could not tell a stale poll from a current one (single-poller judges the polls that reached it)"}
+	}
 	var bad, caught collector
 	for _, ep := range idx.pollEndpoints() {
 		for _, p := range idx.polls[ep] {
@@ -132,6 +138,18 @@ func checkStalePoll(idx *index, opts Options) Result {
 		fmt.Sprintf("%d stale polls were refused by fencing and reached nothing, %s (caught, safe)", len(caught.list), caughtWhy(idx)),
 		fmt.Sprintf("%d stale polls arrived at the resource where the system promises none can (fencing refused them, but a holder acted after a newer one)%s",
 			len(bad.list), caughtNote(len(caught.list))))
+}
+
+// anyToken reports whether any poll carried a fencing token.
+func anyToken(idx *index) bool {
+	for _, ps := range idx.polls {
+		for _, p := range ps {
+			if p.Poll.Token > 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // holdingStarts returns, for each poll of ep that reached the resource, the time its holding began: the

@@ -165,6 +165,8 @@ func TestStalePoll(t *testing.T) {
 		{"a refusal long after the outside fault", base().assume(0.01, "pause").fault("f1", "pause", ms(100), ms(200), false, false, "a").
 			refused("a", "e1", 5*s, 1, 2), Violated, 1, 0, "no fault outside", Pass},
 		{"no fencing", newBuilder().poll("a", "e1", 0, ms(100), 0), Skipped, 0, 0, "did not check", Pass},
+		{"fencing, but no tokens", newBuilder().with(func(m *history.Meta) { m.Fencing = true }).
+			poll("a", "e1", 0, ms(100), 0).poll("b", "e1", s, s+ms(100), 0), Skipped, 0, 0, "no poll carried a fencing token", Pass},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

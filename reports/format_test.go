@@ -71,8 +71,15 @@ func TestBackendShort(t *testing.T) {
 	for in, want := range map[string]string{
 		"Redis server v=7.0.15 sha=00000000:0 malloc=jemalloc-5.3.0 bits=64 build=ae4d (private, 127.0.0.1:36513)": "redis-server 7.0.15",
 		"redis-server 7.0.15 on 127.0.0.1:40123": "redis-server 7.0.15",
-		"embedded miniredis":                     "embedded miniredis",
-		"":                                       "",
+		"Redis server v=7.0.15 sha=00000000:0 malloc=jemalloc-5.3.0 bits=64 build=ae4d (private, 127.0.0.1:1, persistence rdb)":                                                                  "redis-server 7.0.15, persistence rdb",
+		"Redis Cluster, 3 primaries and 3 replicas (cluster-node-timeout 1s)":                                                                                                                    "Redis Cluster, 3 primaries and 3 replicas",
+		"Redis server v=7.0.15 sha=00000000:0 malloc=jemalloc-5.3.0 bits=64 build=ae4d independent nodes (private: 3 primaries, no replication)":                                                 "3 independent redis-server 7.0.15 nodes, no replication",
+		"Redis server v=7.0.15 sha=00000000:0 malloc=jemalloc-5.3.0 bits=64 build=ae4d Sentinel set (private: 1 primary, 2 replicas, 3 sentinels, quorum 2, down-after 1s, failover-timeout 6s)": "Sentinel set of redis-server 7.0.15: 1 primary, 2 replicas, 3 sentinels",
+		"PostgreSQL at 127.0.0.1:5432 (table tenure_sim_x); the harness's Redis: Redis server v=7.0.15 (private, 127.0.0.1:1)":                                                                   "PostgreSQL at 127.0.0.1:5432",
+		"miniredis (embedded, 127.0.0.1:5)": "miniredis",
+		"external Redis at 10.0.0.1:6379":   "external Redis at 10.0.0.1:6379",
+		"embedded miniredis":                "embedded miniredis",
+		"":                                  "",
 	} {
 		require.Equal(t, want, backendShort(in), in)
 	}

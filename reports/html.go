@@ -76,6 +76,8 @@ type runPage struct {
 	Faults                                                  []faultRow
 	Overview, Detail, Balance, Ops                          template.HTML
 	DetailNote, TimelineNote, FailoverHeadline, BalanceNote string
+	HeadlineClass                                           string
+	Outside                                                 []string
 	ExpectedNote                                            string
 	Groups                                                  []groupRow
 	Failovers                                               []foRow
@@ -103,15 +105,18 @@ func renderRunHTML(w io.Writer, m *model, linOK bool) error {
 	if len(m.expected) > 0 {
 		p.ExpectedNote = "expected to violate " + strings.Join(m.expected, ", ")
 	}
-	p.Verdict, p.VerdictClass = "FAILED", "violated"
-	switch {
-	case m.passed:
-		p.Verdict, p.VerdictClass = "PASSED", "pass"
-		p.Headline = passHeadline(m)
-	case m.inconclusive:
-		p.Verdict, p.VerdictClass = "INCONCLUSIVE", "inconclusive"
+	v := m.verdict()
+	p.Verdict, p.VerdictClass = v.Word, v.Class
+	p.HeadlineClass = "warn"
+	switch v.Class {
+	case "interrupted":
+		p.Headline = interruptedHeadline(m)
+	case "pass":
+		p.Headline, p.HeadlineClass = passHeadline(m), "okline"
+	case "inconclusive":
 		p.Headline = inconclusiveHeadline(m)
 	}
+	p.Outside = m.outsideBanner()
 	p.HasLag = m.meta.Lag != nil
 	for _, r := range m.results {
 		p.Results = append(p.Results, resultRow{
@@ -250,6 +255,18 @@ func violViewOf(m *model, v violInfo) violView {
 	return vv
 }
 
+// interruptedHeadline says why an interrupted run has no verdict, and what it showed all the same.
+func interruptedHeadline(m *model) string {
+	s := fmt.Sprintf("The run was stopped after %s, before its end: its history is partial, so no verdict is drawn from it", fmtDur(m.meta.Duration))
+	if n := len(m.viols) + m.truncated(); n > 0 {
+		s += fmt.Sprintf(". What it recorded already shows %s, listed below", plural(n, "violation", "violations"))
+	}
+	if m.meta.Command != "" {
+		return s + ". Run it again to completion: " + m.meta.Command
+	}
+	return s + ". Run it again to completion."
+}
+
 // passHeadline says in one line why a run passed.
 func passHeadline(m *model) string {
 	held, skipped, expected := 0, 0, 0
@@ -264,6 +281,9 @@ func passHeadline(m *model) string {
 		}
 	}
 	s := fmt.Sprintf("Every invariant checked held (%d held, %d skipped)", held, skipped)
+	if len(m.outsideFaults()) > 0 {
+		s = fmt.Sprintf("Every invariant checked held (%d held, %d skipped) under the system's assumptions; what the faults declared outside them did is said below", held, skipped)
+	}
 	if expected > 0 {
 		s = fmt.Sprintf("Every expected violation happened (%s), and the other invariants held", strings.Join(m.expected, ", "))
 	}
@@ -294,20 +314,48 @@ func subline(m *model) string {
 	return strings.Join(parts, " · ")
 }
 
-// backendShort abbreviates a backend description: "Redis server v=7.0.15 sha=… (private, …)" becomes
-// "redis-server 7.0.15"; others lose what follows " (" or " on " and keep at most three words.
+// backendShort names the deployment a run used, in full but without what only a machine needs (build
+// hashes, addresses, timeouts): "redis-server 7.0.15", "Redis Cluster, 3 primaries and 3 replicas",
+// "3 independent redis-server 7.0.15 nodes, no replication", "Sentinel set of redis-server 7.0.15: 1
+// primary, 2 replicas, 3 sentinels", "PostgreSQL at 127.0.0.1:5432".
 func backendShort(b string) string {
-	for _, cut := range []string{" (", " on "} {
-		b, _, _ = strings.Cut(b, cut)
+	if pg, ok := strings.CutPrefix(b, "PostgreSQL at "); ok {
+		addr, _, _ := strings.Cut(pg, " ")
+		return "PostgreSQL at " + addr
 	}
-	f := strings.Fields(b)
-	if len(f) >= 3 && f[0] == "Redis" && f[1] == "server" && strings.HasPrefix(f[2], "v=") {
-		return "redis-server " + strings.TrimPrefix(f[2], "v=")
+	head, paren, _ := strings.Cut(b, " (")
+	paren, _, _ = strings.Cut(paren, ")")
+	head, _, _ = strings.Cut(head, " on ")
+	f := strings.Fields(head)
+	if len(f) < 3 || f[0] != "Redis" || f[1] != "server" || !strings.HasPrefix(f[2], "v=") {
+		switch {
+		case strings.HasPrefix(head, "Redis Cluster"), strings.HasPrefix(head, "external Redis"):
+			return head
+		case len(f) > 3:
+			return strings.Join(f[:3], " ")
+		}
+		return strings.Join(f, " ")
 	}
-	if len(f) > 3 {
-		f = f[:3]
+	server := "redis-server " + strings.TrimPrefix(f[2], "v=")
+	var rest []string // the words after the build fields: the topology
+	for _, w := range f[3:] {
+		if !strings.Contains(w, "=") {
+			rest = append(rest, w)
+		}
 	}
-	return strings.Join(f, " ")
+	detail := strings.TrimPrefix(paren, "private: ")
+	switch strings.Join(rest, " ") {
+	case "independent nodes":
+		n, tail, _ := strings.Cut(detail, " primaries")
+		return fmt.Sprintf("%s independent %s nodes%s", n, server, tail)
+	case "Sentinel set":
+		parts := strings.Split(detail, ", ")
+		return fmt.Sprintf("Sentinel set of %s: %s", server, strings.Join(parts[:min(3, len(parts))], ", "))
+	}
+	if _, p, ok := strings.Cut(detail, "persistence "); ok {
+		return server + ", persistence " + p
+	}
+	return server
 }
 
 // shortIDs abbreviates instance IDs as the timeline does.
@@ -330,7 +378,7 @@ func params(m *model) []kv {
 		{"seed", fmt.Sprint(mt.Seed)}, {"time scale", fmt.Sprint(mt.TimeScale)},
 		fleetParam(m),
 		{"lease TTL", fmtDur(mt.LeaseTTL)}, {"failover bound", fmtDur(mt.FailoverBound)},
-		{"poll interval", fmtDur(mt.PollInterval)}, {"fencing", map[bool]string{true: "used: the resource refuses stale tokens", false: "not used"}[mt.Fencing]},
+		{"poll interval", fmtDur(mt.PollInterval)}, {"fencing", fencingText(m)},
 		{"duration", fmtDur(m.dur)},
 		{"events", fmt.Sprintf("%d (%s, %s, %d refused by fencing)", len(m.ev), plural(m.rep.Ops, "operation", "operations"), plural(m.rep.Polls, "poll", "polls"), m.rep.Refused)},
 		{"assumptions", assumptionsText(mt.Assumptions)},
@@ -355,6 +403,20 @@ func params(m *model) []kv {
 		out = append(out, kv{"steady windows", strings.Join(ws, ", ")})
 	}
 	return out
+}
+
+// fencingText says whether fencing was at work: the resource checks tokens when the scenario asks it
+// to, but only a system that sends them is fenced.
+func fencingText(m *model) string {
+	if !m.meta.Fencing {
+		return "not used: the resource does not check tokens"
+	}
+	for _, r := range m.results {
+		if r.res.Invariant == checker.InvFencing && r.res.Outcome == checker.Skipped {
+			return "not in effect: the resource refuses stale tokens, but the system sent none"
+		}
+	}
+	return "used: the resource refuses stale tokens"
 }
 
 // fleetParam is the size of the fleet in the run's words.

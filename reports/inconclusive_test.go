@@ -115,7 +115,7 @@ func TestSuiteShowsInconclusiveApart(t *testing.T) {
 	}
 	require.NoError(t, WriteSuite(dir, "ci", entries))
 	md := string(mustRead(t, filepath.Join(dir, FileSummary)))
-	require.Contains(t, md, "### ⏳ suite ci: 1 of 2 scenarios passed, 1 inconclusive")
+	require.Contains(t, md, "### ⏳ suite ci: INCONCLUSIVE · 1 of 2 scenarios passed, 1 inconclusive")
 	index := string(mustRead(t, filepath.Join(dir, FileIndex)))
 	require.Contains(t, index, ">INCONCLUSIVE<")
 	require.Contains(t, index, "inconclusive (harness lag 61ms)")

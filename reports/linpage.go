@@ -37,10 +37,7 @@ func decorateLinearizability(page []byte, m *model) []byte {
 			res = r.res
 		}
 	}
-	verdict := "FAILED"
-	if m.passed {
-		verdict = "PASSED"
-	}
+	verdict := m.verdict().Word
 	lin := string(res.Outcome)
 	if lin == "" {
 		lin = "not checked"

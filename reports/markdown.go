@@ -25,20 +25,16 @@ func mdCell(s string, n int) string {
 func renderRunMarkdown(w io.Writer, m *model) error {
 	var b strings.Builder
 	mt := m.meta
-	icon, verdict := "❌", "FAILED"
-	switch {
-	case m.passed:
-		icon, verdict = "✅", "passed"
-	case m.inconclusive:
-		icon, verdict = "⏳", "INCONCLUSIVE"
-	}
-	fmt.Fprintf(&b, "### %s %s: %s\n\n", icon, mdCell(mt.Scenario, 80), verdict)
+	v := m.verdict()
+	fmt.Fprintf(&b, "### %s %s: %s\n\n", verdictIcon(v.Class), mdCell(mt.Scenario, 80), v.Word)
 	fmt.Fprintf(&b, "%s\n\n", mdCell(subline(m), 300))
 	if mt.Interrupted {
-		b.WriteString("> **Interrupted:** the history is partial.\n\n")
-	}
-	if m.inconclusive {
+		fmt.Fprintf(&b, "> **Interrupted:** %s\n\n", mdCell(interruptedHeadline(m), 600))
+	} else if m.inconclusive {
 		fmt.Fprintf(&b, "> **Inconclusive:** %s\n\n", mdCell(inconclusiveHeadline(m), 600))
+	}
+	for _, s := range m.outsideBanner() {
+		fmt.Fprintf(&b, "> **Outside the assumptions:** %s\n\n", mdCell(s, 900))
 	}
 	if len(m.diag) > 0 && !m.passed {
 		b.WriteString("**Diagnosis:**\n\n")

@@ -100,7 +100,7 @@ func TestSummaryMarkdown(t *testing.T) {
 	md := string(mustRead(t, filepath.Join(dir, FileSummary)))
 	require.Less(t, len(md), 8000, "fits a pull-request comment")
 	require.Less(t, strings.Count(md, "\n"), 60)
-	require.True(t, strings.HasPrefix(md, "### ✅ gc-pause: passed"))
+	require.True(t, strings.HasPrefix(md, "### ✅ gc-pause: PASSED"))
 	for _, res := range r.Report.Results {
 		require.Contains(t, md, "| "+res.Invariant+" | ")
 	}

@@ -79,6 +79,9 @@ func checkReportPage(t *testing.T, dir string, r Run) *node {
 	if !r.Passed && Inconclusive(r.Report, r.expected()) {
 		want = "INCONCLUSIVE"
 	}
+	if r.History.Meta.Interrupted {
+		want = "INTERRUPTED"
+	}
 	require.Equal(t, want, strings.TrimSpace(verdict.text.String()))
 	if r.History.Meta.Command != "" {
 		require.Equal(t, r.History.Meta.Command, strings.TrimSpace(page.byID("replay").text.String()))

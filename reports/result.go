@@ -33,6 +33,9 @@ type RunResult struct {
 	// Inconclusive is set on a run that did not pass only because timing findings coincided with the
 	// harness's own lag (see Inconclusive): neither passed nor failed.
 	Inconclusive bool `json:"inconclusive"`
+	// Interrupted is set on a run stopped before its end (Ctrl-C): its history is partial, and it has
+	// no verdict whatever Passed says about what it recorded.
+	Interrupted bool `json:"interrupted"`
 	// Expected lists the invariants the scenario expected to be violated.
 	Expected []string `json:"expected,omitempty"`
 	// Invariants is the verdict per invariant, in the checker's order.
@@ -93,7 +96,7 @@ func resultOf(r Run, m *model, linOK bool) RunResult {
 	mt.Schema = max(mt.Schema, history.SchemaVersion)
 	res := RunResult{
 		Schema: ResultSchemaVersion, Scenario: mt.Scenario, Suite: mt.Suite, System: mt.System, Seed: mt.Seed,
-		Command: mt.Command, Passed: r.Passed, Inconclusive: m.inconclusive, Expected: r.expected(), Meta: mt, Report: r.Report,
+		Command: mt.Command, Passed: r.Passed, Inconclusive: m.inconclusive, Interrupted: mt.Interrupted, Expected: r.expected(), Meta: mt, Report: r.Report,
 		Invariants: []InvariantResult{}, RefusedStale: r.Report.Refused, Caught: m.caughtCount(),
 	}
 	for _, rv := range m.results {

@@ -56,7 +56,7 @@ type suiteRow struct {
 	Scenario, System, Seed, Verdict, Class, Report, Summary, Failover, Duration, Command string
 	Started, Backend, SummaryWord                                                        string
 	Cells                                                                                []suiteCell
-	passed, inconclusive                                                                 bool
+	passed, inconclusive, interrupted                                                    bool
 }
 
 type suitePage struct {
@@ -67,6 +67,7 @@ type suitePage struct {
 	VerdictClass   string
 	Passed, Total  int
 	Inconclusive   int
+	Interrupted    int
 	Invariants     []string
 	Rows           []suiteRow
 	Failed         []suiteRow
@@ -162,6 +163,9 @@ func suitePageOf(suite string, runs []SuiteEntry, o IndexOptions) (suitePage, []
 		}
 		p.Rows = append(p.Rows, row)
 		switch {
+		case row.interrupted:
+			p.Interrupted++
+			p.Failed = append(p.Failed, row)
 		case r.Passed:
 			p.Passed++
 		case row.inconclusive:
@@ -174,18 +178,24 @@ func suitePageOf(suite string, runs []SuiteEntry, o IndexOptions) (suitePage, []
 		jr.bySeed = o.BySeed
 		jruns = append(jruns, jr)
 	}
-	// Failures first, then inconclusive runs; otherwise in the order the runs were given.
+	// Failures first, then interrupted and inconclusive runs; otherwise in the order the runs were given.
 	rank := func(r suiteRow) int {
 		switch {
-		case r.passed:
-			return 2
-		case r.inconclusive:
+		case r.interrupted:
 			return 1
+		case r.passed:
+			return 3
+		case r.inconclusive:
+			return 2
 		}
 		return 0
 	}
 	slices.SortStableFunc(p.Rows, func(a, b suiteRow) int { return rank(a) - rank(b) })
+	// An interrupted run makes the whole interrupted, as simrun's exit status says: what did not run to
+	// its end concludes nothing.
 	switch {
+	case p.Interrupted > 0:
+		p.Verdict, p.VerdictClass = "INTERRUPTED", "interrupted"
 	case p.Passed == p.Total:
 		p.Verdict, p.VerdictClass = "PASSED", "pass"
 	case p.Passed+p.Inconclusive == p.Total:
@@ -217,7 +227,8 @@ func suiteRowOf(r SuiteEntry, cols []string) suiteRow {
 	row := suiteRow{
 		Scenario: mt.Scenario, System: mt.System, Seed: fmt.Sprint(mt.Seed), Report: r.link(FileReport),
 		Summary: r.link(FileSummary), SummaryWord: "summary", Duration: fmtDur(mt.Duration), Command: mt.Command,
-		Backend: backendShort(mt.Backend), passed: r.Passed, inconclusive: !r.Passed && Inconclusive(r.Report, mt.Expect),
+		Backend: backendShort(mt.Backend), passed: r.Passed && !mt.Interrupted, inconclusive: !r.Passed && Inconclusive(r.Report, mt.Expect),
+		interrupted: mt.Interrupted,
 	}
 	if r.Pruned {
 		row.Report, row.Summary, row.SummaryWord = "", r.link(FileResult), "result.json"
@@ -225,18 +236,12 @@ func suiteRowOf(r SuiteEntry, cols []string) suiteRow {
 	if !mt.StartedAt.IsZero() {
 		row.Started = mt.StartedAt.UTC().Format("2006-01-02 15:04")
 	}
-	row.Verdict, row.Class = "failed", "violated"
-	switch {
-	case r.Passed:
-		row.Verdict, row.Class = "passed", "pass"
-	case row.inconclusive:
-		row.Verdict, row.Class = "inconclusive", "inconclusive"
+	v := verdictOf(r.Passed, row.inconclusive, mt.Interrupted)
+	row.Verdict, row.Class = strings.ToLower(v.Word), v.Class
+	if v.Class == "inconclusive" {
 		if lag := lagOfReport(r.Report); lag != "" {
 			row.Verdict += " (" + lag + ")"
 		}
-	}
-	if mt.Interrupted {
-		row.Verdict = "interrupted"
 	}
 	for _, inv := range cols {
 		cell := suiteCell{Text: "·", Class: "skipped", Tip: "not checked"}
@@ -263,16 +268,12 @@ func suiteRowOf(r SuiteEntry, cols []string) suiteRow {
 // suiteMarkdown writes the suite's summary.md.
 func suiteMarkdown(w io.Writer, p suitePage) error {
 	var b strings.Builder
-	icon := "✅"
-	switch p.VerdictClass {
-	case "inconclusive":
-		icon = "⏳"
-	case "violated":
-		icon = "❌"
-	}
-	fmt.Fprintf(&b, "### %s %s: %d of %d %s passed", icon, mdCell(p.Title, 60), p.Passed, p.Total, p.Counted)
+	fmt.Fprintf(&b, "### %s %s: %s · %d of %d %s passed", verdictIcon(p.VerdictClass), mdCell(p.Title, 60), p.Verdict, p.Passed, p.Total, p.Counted)
 	if p.Inconclusive > 0 {
 		fmt.Fprintf(&b, ", %d inconclusive (the harness ran too late to judge them)", p.Inconclusive)
+	}
+	if p.Interrupted > 0 {
+		fmt.Fprintf(&b, ", %d interrupted (stopped before their end: no verdict)", p.Interrupted)
 	}
 	b.WriteString("\n\n")
 	b.WriteString("| scenario | verdict |")
@@ -283,14 +284,7 @@ func suiteMarkdown(w io.Writer, p suitePage) error {
 	b.WriteString(strings.Repeat("---|", len(p.Invariants)))
 	b.WriteString("---|\n")
 	for _, r := range p.Rows {
-		v := "✅"
-		switch r.Class {
-		case "inconclusive":
-			v = "⏳"
-		case "pass":
-		default:
-			v = "❌"
-		}
+		v := verdictIcon(r.Class)
 		if r.Report == "" {
 			fmt.Fprintf(&b, "| %s | %s |", mdCell(r.Scenario, 60), v)
 		} else {
@@ -302,11 +296,7 @@ func suiteMarkdown(w io.Writer, p suitePage) error {
 		fmt.Fprintf(&b, " %s |\n", mdCell(orDash(r.Failover), 60))
 	}
 	if len(p.Failed) > 0 {
-		what := "failed"
-		if p.Inconclusive > 0 {
-			what = "failed and inconclusive"
-		}
-		fmt.Fprintf(&b, "\nReplay the %s %s:\n\n```sh\n", what, p.Counted)
+		fmt.Fprintf(&b, "\nReplay the %s that did not pass:\n\n```sh\n", p.Counted)
 		for _, r := range p.Failed {
 			fmt.Fprintf(&b, "%s\n", orDash(r.Command))
 		}

@@ -56,7 +56,7 @@ func TestWriteSuite(t *testing.T) {
 	require.True(t, rows[2].hasClass("pass"), "an expected violation passes")
 
 	md := string(mustRead(t, filepath.Join(root, FileSummary)))
-	require.Contains(t, md, "### ❌ suite ci: 2 of 3 scenarios passed")
+	require.Contains(t, md, "### ❌ suite ci: FAILED · 2 of 3 scenarios passed")
 	require.Contains(t, md, "[crash-failover](runs/crash-failover/report.html)")
 	require.Contains(t, md, "```sh\nsimrun run redis partition\n```")
 

@@ -164,3 +164,37 @@ func Inconclusive(rep checker.Report, expected []string) bool {
 	}
 	return found
 }
+
+// Verdict is a run's badge, the same in every output: INTERRUPTED when the run was stopped before its
+// end (its history is partial, so nothing is concluded from it, whatever it shows), else PASSED,
+// INCONCLUSIVE or FAILED. Class is its CSS class.
+type Verdict struct{ Word, Class string }
+
+// verdictOf is the badge of a run that passed, was inconclusive or was interrupted.
+func verdictOf(passed, inconclusive, interrupted bool) Verdict {
+	switch {
+	case interrupted:
+		return Verdict{"INTERRUPTED", "interrupted"}
+	case passed:
+		return Verdict{"PASSED", "pass"}
+	case inconclusive:
+		return Verdict{"INCONCLUSIVE", "inconclusive"}
+	}
+	return Verdict{"FAILED", "violated"}
+}
+
+// verdict is the run's badge.
+func (m *model) verdict() Verdict { return verdictOf(m.passed, m.inconclusive, m.meta.Interrupted) }
+
+// verdictIcon is a badge's class as a Markdown symbol.
+func verdictIcon(class string) string {
+	switch class {
+	case "pass":
+		return "✅"
+	case "inconclusive":
+		return "⏳"
+	case "interrupted":
+		return "⏸️"
+	}
+	return "❌"
+}

@@ -47,6 +47,15 @@ type stagedRun struct {
 	lag *lagMonitor
 }
 
+// describeBackend names what the system under test ran on: the Redis deployment, or for a system on
+// PostgreSQL the server and the run's table (the Redis beside it serves the harness only).
+func (s *stagedRun) describeBackend() string {
+	if s.pg != nil {
+		return fmt.Sprintf("PostgreSQL at %s (table %s); the harness's Redis: %s", s.pg.addr, s.pg.table, s.backend.Describe())
+	}
+	return s.backend.Describe()
+}
+
 // setUp opens the backend and the proxies, checks the backend is usable, and builds the runner with its
 // recorder, session store and endpoint service (and a PostgreSQL table for systems that use one). On a
 // shared server the run works in a namespace of its own, deleted at the end.
@@ -303,7 +312,7 @@ func (s *stagedRun) collect(out scheduled) history.History {
 	return history.History{
 		Meta: history.Meta{
 			Schema: history.SchemaVersion, Scenario: sc.Name, Suite: o.Suite, System: o.System.Name(), Kind: systemKind(o.System),
-			Backend: s.backend.Describe(), Seed: o.Seed, TimeScale: o.TimeScale,
+			Backend: s.describeBackend(), Seed: o.Seed, TimeScale: o.TimeScale,
 			Instances: sc.Instances, Endpoints: sc.Endpoints, LeaseTTL: timing.LeaseTTL,
 			FailoverBound: FailoverBound(timing), PollInterval: timing.PollInterval, Timing: metaTiming(o.System, timing), DiscoveryInterval: timing.DiscoveryInterval, Fencing: sc.Fencing,
 			Steady: s.p.steady, ExpectBalance: sc.ExpectBalance, Duration: out.end, StartedAt: s.start.UTC(),
