@@ -140,14 +140,18 @@ func drawDetailBlocks(c *canvas, m *model, a timeAxis, eps []int, y float64, mar
 			}
 		}
 		var terms canvas // an election's leadership is labelled with its term where there is room
+		if c.placed == nil {
+			c.placed = &placement{}
+		}
+		terms.placed = c.placed
 		for _, s := range m.held[ep] {
 			x1, x2 := a.x(s.from), a.x(s.to)
 			fmt.Fprintf(&c.b, `<rect class="held" fill="%s" x="%s" y="%s" width="%s" height="%s">`,
 				m.insts[s.inst].color, num(x1), num(laneY[s.inst]+1), num(max(x2-x1, 1)), num(laneH-2))
 			if m.election() && s.token > 0 {
 				c.title(fmt.Sprintf("%s leader with term %d, %s", m.insts[s.inst].short, s.token, m.whenText(s.from, s.to)))
-				if label := "term " + shortToken(s.token); x2-x1 > textWidth(label)+4 {
-					terms.text(x1+3, laneY[s.inst]+laneH-2.5, `class="term"`, label)
+				if label := "term " + shortToken(s.token); x2-x1 > labelBox(0, 0, false, labelFontPx["term"], label).x1+4 {
+					terms.label("term", label, labelPos{x1 + 3, laneY[s.inst] + laneH - 2.5, false})
 				}
 			}
 			c.raw("</rect>")
@@ -216,14 +220,17 @@ func drawTakeover(c *canvas, a timeAxis, f checker.Failover, y float64, used *[]
 		}
 		return true
 	}
-	w := textWidth(label)
-	switch {
-	case free(x2+4, x2+4+w):
-		c.text(x2+4, y+4, `class="tolabel"`, label)
-		*used = append(*used, [2]float64{x2 + 4, x2 + 4 + w})
-	case free(x1-4-w, x1-4):
-		c.text(x1-4, y+4, `class="tolabel" text-anchor="end"`, label)
-		*used = append(*used, [2]float64{x1 - 4 - w, x1 - 4})
+	w := labelBox(0, 0, false, labelFontPx["tolabel"], label).x1
+	var at []labelPos // right of the bracket, or left of it, clear of the header's other brackets
+	if free(x2+4, x2+4+w) {
+		at = append(at, labelPos{x2 + 4, y + 4, false})
+	}
+	if free(x1-4-w, x1-4) {
+		at = append(at, labelPos{x1 - 4, y + 4, true})
+	}
+	if c.label("tolabel", label, at...) {
+		b := c.placed.boxes[len(c.placed.boxes)-1]
+		*used = append(*used, [2]float64{b.x0, b.x1})
 	}
 	*used = append(*used, [2]float64{x1, x2})
 	c.raw("</g>")

@@ -214,8 +214,8 @@ func renderZoom(m *model, v violInfo) string {
 			}
 			fmt.Fprintf(&c.b, `<g><title>%s</title>`, esc(fmt.Sprintf("#%d %s %s %s–%s", e.Seq, e.Instance, describe(e), fmtAt(e.At), fmtAt(e.End))))
 			c.rect(x1, y+3, max(x2-x1, 2), 11, `class="`+class+`"`+fill)
-			if e.Poll.Token > 0 && x2-x1 > 28 {
-				c.text(x1+3, y+12, `class="token"`, fmt.Sprintf("t%d", e.Poll.Token))
+			if tok := fmt.Sprintf("t%d", e.Poll.Token); e.Poll.Token > 0 && x2-x1 > labelBox(0, 0, false, labelFontPx["token"], tok).x1+4 {
+				c.label("token", tok, labelPos{x1 + 3, y + 12, false})
 			}
 			c.raw("</g>")
 			continue

@@ -3,6 +3,7 @@ package reports
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -17,7 +18,11 @@ const (
 )
 
 // canvas accumulates SVG markup. Every text it writes is escaped, so the result is well-formed XML.
-type canvas struct{ b strings.Builder }
+// Canvases drawn to be joined into one chart share their placed labels.
+type canvas struct {
+	b      strings.Builder
+	placed *placement
+}
 
 // num formats a coordinate with one decimal.
 func num(v float64) string {
@@ -167,3 +172,69 @@ func labelLanes(xs []float64, widths []float64) ([]int, int) {
 
 // textWidth estimates the width of s at the 11px label font.
 func textWidth(s string) float64 { return 6.2*float64(len([]rune(s))) + 6 }
+
+// Labels never overlap. Every label a chart draws beside a marker (violation IDs, takeover latencies,
+// fault and promotion captions, terms and tokens) is placed through its canvas: at the first of its
+// candidate positions where its box meets no label placed before on the same chart, or not at all (the
+// marker keeps its tooltip and link). Boxes are estimated generously, so that no font draws them larger.
+
+// box is the extent of a label.
+type box struct{ x0, y0, x1, y1 float64 }
+
+func (b box) overlaps(o box) bool { return b.x0 < o.x1 && o.x0 < b.x1 && b.y0 < o.y1 && o.y0 < b.y1 }
+
+// labelFontPx are the label classes' font sizes, as style.css sets them.
+var labelFontPx = map[string]float64{
+	"vlabel": 10, "tolabel": 10.5, "fault-label": 11, "promotion-label": 10, "term": 9, "token": 9,
+}
+
+// labelBox estimates the box of s drawn with its baseline at (x, y), anchored at its start or (end) its
+// end, in a font of size px: 0.62 em a character, wider than the digits and letters of any sans-serif
+// face, bold included, and from the ascender (0.85 em above) to the descender (0.25 em below).
+func labelBox(x, y float64, end bool, size float64, s string) box {
+	w := 0.62 * size * float64(len([]rune(s)))
+	if end {
+		x -= w
+	}
+	return box{x, y - 0.85*size, x + w, y + 0.25*size}
+}
+
+// labelPos is a candidate position for a label: its baseline's start, or its end when end is set.
+type labelPos struct {
+	x, y float64
+	end  bool
+}
+
+// placement is the labels drawn on one chart, shared by the canvases it is assembled from.
+type placement struct{ boxes []box }
+
+// label draws s (class is one of labelFontPx) at the first free position among at, and reports
+// whether there was one.
+func (c *canvas) label(class, s string, at ...labelPos) bool {
+	if c.placed == nil {
+		c.placed = &placement{}
+	}
+	size := labelFontPx[class]
+	for _, p := range at {
+		b := labelBox(p.x, p.y, p.end, size, s)
+		if b.x0 < 0 || b.x1 > svgWidth || slices.ContainsFunc(c.placed.boxes, b.overlaps) {
+			continue
+		}
+		c.placed.boxes = append(c.placed.boxes, b)
+		anchor := ""
+		if p.end {
+			anchor = ` text-anchor="end"`
+		}
+		c.text(p.x, p.y, `class="`+class+`"`+anchor, s)
+		return true
+	}
+	return false
+}
+
+// reserve marks a box as taken by a label drawn otherwise (in lanes computed beforehand).
+func (c *canvas) reserve(b box) {
+	if c.placed == nil {
+		c.placed = &placement{}
+	}
+	c.placed.boxes = append(c.placed.boxes, b)
+}

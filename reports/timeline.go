@@ -50,6 +50,7 @@ func (m *model) compactRows() []compactRow {
 func renderOverview(m *model) string {
 	a := newTimeAxis(0, m.dur)
 	var body canvas
+	body.placed = &placement{}
 	y := 20.0
 	// Fault labels, in lanes so they never overlap.
 	xs, ws := make([]float64, len(m.faults)), make([]float64, len(m.faults))
@@ -104,9 +105,20 @@ func renderOverview(m *model) string {
 		y = drawCompactRows(&body, m, a, y)
 	}
 	shadeBottom := y
-	y += 20
+	// Promotion captions go under the chart, in lanes of their own when they come close together.
+	pxs, pws := make([]float64, len(m.promotions)), make([]float64, len(m.promotions))
+	for i, p := range m.promotions {
+		pxs[i] = a.x(p.at) + 2
+		pws[i] = labelBox(0, 0, false, labelFontPx["promotion-label"], "promoted "+p.what).x1 + 4
+		if pxs[i]+pws[i] > svgWidth {
+			pxs[i] -= pws[i] + 4
+		}
+	}
+	plane, npl := labelLanes(pxs, pws)
+	y += 20 + 12*float64(max(npl-1, 0))
 
 	var c canvas
+	c.placed = body.placed
 	c.open("overview", y)
 	c.raw(hatchDefs("hatch"))
 	a.ticks(&c, 16, shadeBottom, 0, false)
@@ -121,13 +133,18 @@ func renderOverview(m *model) string {
 			tx, anchor = x-2, "end"
 		}
 		c.line(x, ly+2, x, shadeTop, `class="fault-tick"`)
-		c.text(tx, ly, `class="fault-label" text-anchor="`+anchor+`"`, f.label(m))
+		c.label("fault-label", f.label(m), labelPos{tx, ly, anchor == "end"})
 	}
 	// Promotions of a replicated backend: a line through the fleet and endpoints, labelled at its foot.
-	for _, p := range m.promotions {
+	for i, p := range m.promotions {
 		x := a.x(p.at)
 		c.line(x, shadeTop, x, shadeBottom, `class="promotion"`)
-		c.text(x+2, shadeBottom+12, `class="promotion-label"`, "promoted "+p.what)
+		ly := shadeBottom + 12 + 12*float64(plane[i])
+		if pxs[i] < x {
+			c.label("promotion-label", "promoted "+p.what, labelPos{x - 2, ly, true})
+		} else {
+			c.label("promotion-label", "promoted "+p.what, labelPos{x + 2, ly, false})
+		}
 	}
 	if n := len(m.viols); n > 0 && n <= 12 { // few violations: a guide line from the axis to each marker
 		for _, v := range m.viols {
@@ -328,7 +345,7 @@ func markViolations(c *canvas, m *model, a timeAxis, vs []violInfo, y, r float64
 			x := a.x(v.v.At)
 			c.diamond(x, y, r, class, v.id(), violTip(v))
 			if label {
-				c.text(x+r+2, y+4, `class="vlabel"`, v.id())
+				c.label("vlabel", v.id(), labelPos{x + r + 2, y + 4, false}, labelPos{x - r - 2, y + 4, true})
 			}
 			return
 		}
