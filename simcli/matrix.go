@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -30,10 +29,14 @@ harness itself ran too late to judge it). With --seeds N each cell is run on see
 --seed .. --seed+N-1 and shows how many of them failed (k/N). Every failing run keeps its reports under
 --out and is listed with its replay command.
 
-Exit status: 0 the matrix completed (violations of the baselines are its expected output), 1 a reference
-system (reference, election-redis, election-postgres) failed a cell (a write the backend lost under a
-fault declared outside the assumptions is the checker's to judge: caught, it passes), 2 usage or setup
-error, 3 a reference system's cell was inconclusive and none failed.
+Each cell is a pass, an expected failure (a baseline or peer failing: what it is there to show; its
+characteristic cell, where its known flaw shows, is starred), unexpected (a reference system —
+reference, election-redis, election-postgres — failing, or a baseline passing its characteristic cell:
+the harness missed the flaw) or inconclusive. index.html draws the grid, summary.md and matrix.md hold
+it in Markdown, and the badge there agrees with the exit status.
+
+Exit status: 0 every cell came out as expected, 1 a cell is unexpected, 2 usage or setup error, 3 a
+reference system's cell was inconclusive and none unexpected.
 
 Flags:
 `
@@ -226,14 +229,16 @@ func runMatrix(ctx context.Context, f matrixFlags, stdout, stderr io.Writer) (in
 	if len(entries) == 0 {
 		return ExitUsage, fmt.Errorf("no run of the matrix could be set up: %s", strings.Join(errored, "; "))
 	}
-	table := renderMatrix(cells, f.seeds, f.markdown)
-	fmt.Fprint(stdout, "\n"+table)
-	fmt.Fprint(stdout, failingRuns(cells, base, f.markdown))
-	if err := os.WriteFile(filepath.Join(base, fileMatrix), []byte(renderMatrix(cells, f.seeds, true)+failingRuns(cells, ".", true)), 0o644); err != nil {
-		return ExitUsage, fmt.Errorf("write matrix: %w", err)
+	notes := []string{fmt.Sprintf("seeds %d..%d at time scale %g; %d runs in %s, %d at a time", f.run.seed, f.run.seed+int64(f.seeds)-1,
+		f.run.timeScale, len(jobs), time.Since(began).Round(time.Second), f.run.parallel)}
+	if f.markdown {
+		fmt.Fprint(stdout, "\n"+reports.MatrixMarkdown(matrixModel(cells, f.seeds, nil, notes, base), true))
+	} else {
+		fmt.Fprint(stdout, "\n"+matrixPlain(cells, f.seeds))
+		fmt.Fprint(stdout, failingRuns(cells, base))
 	}
-	if err := reports.WriteSuite(base, "matrix", entries); err != nil {
-		return ExitUsage, fmt.Errorf("write matrix index: %w", err)
+	if err := writeMatrix(base, matrixModel(cells, f.seeds, entries, notes, "")); err != nil {
+		return ExitUsage, err
 	}
 	fmt.Fprintf(log, "matrix: %s (%d runs in %s, %d at a time; the runs took %s in all)\n", filepath.Join(base, fileMatrix),
 		len(jobs), time.Since(began).Round(time.Second), f.run.parallel, busy.Round(time.Second))
@@ -242,23 +247,9 @@ func runMatrix(ctx context.Context, f matrixFlags, stdout, stderr io.Writer) (in
 	}
 	if code == ExitViolated {
 		// Not an error of the command: Main would turn it into a usage error.
-		fmt.Fprintln(stderr, "simrun: a reference system failed a cell: see the table")
+		fmt.Fprintln(stderr, "simrun: a cell came out unexpected (a reference system failed, or a baseline passed the cell its flaw shows in): see the table")
 	}
 	return code, nil
-}
-
-// matrixCode is the matrix's exit code: ExitViolated when a reference system failed a cell, else
-// ExitInconclusive when one of its cells was inconclusive, else ExitOK.
-func matrixCode(cells []matrixCell) int {
-	code := ExitOK
-	for _, c := range cells {
-		for _, r := range c.runs {
-			if !r.passed && !r.errored && referenceSystems[c.system] {
-				code = worseExit(code, rowExit(summaryRow{inconclusive: r.inconclusive}))
-			}
-		}
-	}
-	return code
 }
 
 // matrixParallel is how many runs the matrix keeps going at once by default. A run spends its time
@@ -516,67 +507,6 @@ func groupOf(scenario string) int {
 	return 1
 }
 
-// renderMatrix draws the table: rows systems, columns scenarios. In Markdown there is one table per
-// kind of scenario (lease, Redis election, PostgreSQL election), holding the systems of that kind, and
-// each failing cell links to its first failing run's report. In plain text there is one block per
-// system, one line per scenario, so that a wide matrix stays readable.
-func renderMatrix(cells []matrixCell, seeds int, markdown bool) string {
-	at := map[[2]string]matrixCell{}
-	for _, c := range cells {
-		at[[2]string{c.system, c.scenario}] = c
-	}
-	text := func(c matrixCell) string {
-		s := c.text(seeds)
-		if d := c.firstFailing(); markdown && d != "" {
-			s = fmt.Sprintf("[%s](%s)", s, filepath.ToSlash(filepath.Join(d, "report.html")))
-		}
-		return s
-	}
-	var b strings.Builder
-	if !markdown {
-		cols := colsOf(cells)
-		width := 0
-		for _, col := range cols {
-			width = max(width, len(col))
-		}
-		for _, r := range rowsOf(cells) {
-			b.WriteString(r + "\n")
-			for _, col := range cols {
-				if c, ok := at[[2]string{r, col}]; ok {
-					fmt.Fprintf(&b, "  %-*s  %s\n", width, col, text(c))
-				}
-			}
-		}
-		return b.String()
-	}
-	for g, title := range groupTitles {
-		var group []matrixCell
-		for _, c := range cells {
-			if groupOf(c.scenario) == g {
-				group = append(group, c)
-			}
-		}
-		if len(group) == 0 {
-			continue
-		}
-		if b.Len() > 0 {
-			b.WriteString("\n")
-		}
-		cols := colsOf(group)
-		fmt.Fprintf(&b, "%s:\n\n| system | %s |\n|---%s|\n", title, strings.Join(cols, " | "), strings.Repeat("|---", len(cols)))
-		for _, r := range rowsOf(group) {
-			row := make([]string, len(cols))
-			for j, col := range cols {
-				if c, ok := at[[2]string{r, col}]; ok {
-					row[j] = text(c)
-				}
-			}
-			fmt.Fprintf(&b, "| %s | %s |\n", r, strings.Join(row, " | "))
-		}
-	}
-	return b.String()
-}
-
 // firstFailing is the directory of the cell's first failing or errored run, "" when all passed.
 func (c matrixCell) firstFailing() string {
 	for _, r := range c.runs {
@@ -587,8 +517,8 @@ func (c matrixCell) firstFailing() string {
 	return ""
 }
 
-// failingRuns lists every failing run with its report directory and replay command.
-func failingRuns(cells []matrixCell, base string, markdown bool) string {
+// failingRuns lists, for a terminal, every run that did not pass with its report and replay command.
+func failingRuns(cells []matrixCell, base string) string {
 	var b strings.Builder
 	for _, c := range cells {
 		for _, r := range c.runs {
@@ -599,18 +529,24 @@ func failingRuns(cells []matrixCell, base string, markdown bool) string {
 			if r.errored {
 				what = "could not be set up"
 			}
-			dir := filepath.Join(base, r.dir)
-			if markdown {
-				fmt.Fprintf(&b, "- %s / %s seed %s: %s, [report](%s), replay `%s`\n", c.system, c.scenario, strconv.FormatInt(r.seed, 10), what,
-					filepath.ToSlash(filepath.Join(dir, "report.html")), r.replay)
-			} else {
-				fmt.Fprintf(&b, "%s / %s seed %d: %s\n  report: %s\n  replay: %s\n", c.system, c.scenario, r.seed, what,
-					filepath.Join(dir, "report.html"), r.replay)
-			}
+			fmt.Fprintf(&b, "%s / %s seed %d: %s\n  report: %s\n  replay: %s\n", c.system, c.scenario, r.seed, what,
+				filepath.Join(base, r.dir, "report.html"), r.replay)
 		}
 	}
 	if b.Len() == 0 {
 		return ""
 	}
-	return "\nfailing runs:\n" + b.String()
+	return "\nruns that did not pass:\n" + b.String()
+}
+
+// writeMatrix writes the matrix's grid: index.html, summary.md and junit.xml, and matrix.md (the grid in
+// Markdown under the name earlier versions gave it).
+func writeMatrix(dir string, m reports.Matrix) error {
+	if err := os.WriteFile(filepath.Join(dir, fileMatrix), []byte(reports.MatrixMarkdown(m, true)), 0o644); err != nil {
+		return fmt.Errorf("write matrix: %w", err)
+	}
+	if err := reports.WriteMatrix(dir, m); err != nil {
+		return fmt.Errorf("write matrix index: %w", err)
+	}
+	return nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tenurelabs/tenure/internal/pgtest"
 	"github.com/tenurelabs/tenure/internal/redistest"
+	"github.com/tenurelabs/tenure/reports"
 	"github.com/tenurelabs/tenure/scenarios"
 	"github.com/tenurelabs/tenure/sim"
 	_ "github.com/tenurelabs/tenure/systems/baselines"
@@ -79,6 +80,9 @@ func TestMatrixShape(t *testing.T) {
 	require.Equal(t, len(systems), rows, "one row per system:\n%s", table)
 	for _, e := range expect {
 		cell := cellOf(t, table, e.system, e.scenario)
+		if e.failsWith != nil {
+			require.True(t, characteristic(e.system, e.scenario), "%s on %s is the cell its flaw shows in", e.system, e.scenario)
+		}
 		if e.failsWith == nil {
 			require.Equal(t, "pass", cell, "%s on %s", e.system, e.scenario)
 			continue
@@ -128,7 +132,9 @@ func cellOf(t *testing.T, table, system, scenario string) string {
 		case f[0] == system && len(f) == len(header):
 			for i, h := range header {
 				if h == scenario {
-					return f[i]
+					// A cell reads "<status symbol> <text>", starred when characteristic.
+					_, text, _ := strings.Cut(f[i], " ")
+					return strings.TrimSuffix(text, " ★")
 				}
 			}
 		}
@@ -153,16 +159,18 @@ func TestMatrixCellsAndTables(t *testing.T) {
 	require.Equal(t, "2/2 outside-lease two-holders", cells[2].text(2))
 	require.Equal(t, "0/2 error", cells[3].text(2))
 
-	md := renderMatrix(cells, 2, true)
-	require.Contains(t, md, "Lease systems:\n\n| system | gc-pause |\n|---|---|\n| reference | pass |\n| spec-naive | [1/2 two-holders double-poll](spec-naive/gc-pause-1/report.html) |\n")
-	require.Contains(t, md, "Election on Redis:\n\n| system | election-renewal-gap-redis |\n|---|---|\n| getexpire | [2/2 outside-lease two-holders](getexpire/election-renewal-gap-redis-1/report.html) |\n")
-	require.Contains(t, md, "Election on PostgreSQL:\n\n| system | election-conn-reset-pg |\n|---|---|\n| pg-advisory | 0/2 error |\n")
+	m := matrixModel(cells, 2, nil, nil, "")
+	md := reports.MatrixMarkdown(m, true)
+	require.Contains(t, md, "Lease systems:\n\n| system | gc-pause |\n|---|---|\n| reference | ✅ pass |\n| spec-naive | ☑️ [1/2 two-holders double-poll](spec-naive/gc-pause-1/report.html) ★ |\n")
+	require.Contains(t, md, "Election on Redis:\n\n| system | election-renewal-gap-redis |\n|---|---|\n| getexpire | ☑️ [2/2 outside-lease two-holders](getexpire/election-renewal-gap-redis-1/report.html) ★ |\n")
+	require.Contains(t, md, "Election on PostgreSQL:\n\n| system | election-conn-reset-pg |\n|---|---|\n| pg-advisory | ❌ pass, but expected to fail ★ |\n")
 	require.Equal(t, "pass", cellOf(t, md, "reference", "gc-pause"))
+	require.True(t, strings.HasPrefix(md, "### ❌ matrix: FAILED · 4 cells: 1 pass, 2 expected failures, 1 unexpected"), md)
 
-	txt := renderMatrix(cells, 2, false)
-	require.Contains(t, txt, "spec-naive\n  gc-pause                    1/2 two-holders double-poll\n")
+	txt := matrixPlain(cells, 2)
+	require.Contains(t, txt, "spec-naive\n  gc-pause                    1/2 two-holders double-poll  (expected failure: its known flaw)\n")
 
-	runs := failingRuns(cells, "out", false)
+	runs := failingRuns(cells, "out")
 	require.Contains(t, runs, "spec-naive / gc-pause seed 1: two-holders double-poll\n  report: out/spec-naive/gc-pause-1/report.html\n")
 	require.Contains(t, runs, "pg-advisory / election-conn-reset-pg seed 1: could not be set up\n")
 	require.NotContains(t, runs, "seed 2: \n")

@@ -229,8 +229,9 @@ func TestMatrixDirectoryReportsAgain(t *testing.T) {
 		"--redis", "auto", "--time-scale", "0.05", "--markdown", "--out", out)
 	require.Contains(t, []int{simcli.ExitOK, simcli.ExitViolated}, code, stdout+stderr) // the verdicts are not what is tested
 	matrixCode := code
-	require.True(t, strings.HasPrefix(stdout, "\nLease systems:\n\n| system | balance-3x9 | single-instance |\n"), stdout)
-	for _, progress := range []string{"PASS", "matrix:", "runs ("} {
+	require.True(t, strings.HasPrefix(stdout, "\n### "), "the badge first: "+stdout)
+	require.Contains(t, stdout, "\nLease systems:\n\n| system | balance-3x9 | single-instance |\n")
+	for _, progress := range []string{"\n  PASS ", "\n  FAIL ", "matrix: 2 systems", "runs ("} {
 		require.NotContains(t, stdout, progress, "progress goes to stderr")
 	}
 	require.Contains(t, stderr, "matrix: 2 systems × 2 scenarios")
@@ -251,6 +252,12 @@ func TestMatrixDirectoryReportsAgain(t *testing.T) {
 
 	table, err := os.ReadFile(filepath.Join(out, "matrix.md"))
 	require.NoError(t, err)
+	// The index is the grid, and its badge says what the exit status says.
+	idx, err := os.ReadFile(filepath.Join(out, "index.html"))
+	require.NoError(t, err)
+	badge := map[int]string{simcli.ExitOK: "PASSED", simcli.ExitViolated: "FAILED", simcli.ExitInconclusive: "INCONCLUSIVE"}[matrixCode]
+	require.Contains(t, string(idx), `id="verdict">`+badge+`</span>`)
+	require.Contains(t, string(idx), `<table class="matrix">`)
 	histories := map[string]string{}
 	for _, r := range m.Runs {
 		p := filepath.Join(out, r, "history.jsonl")

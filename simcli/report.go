@@ -114,20 +114,20 @@ func reportCollection(dir string, found reports.Found, stdout io.Writer) (int, e
 	if suite == "" || found.Kind != reports.KindSuite {
 		suite = string(found.Kind)
 	}
-	if err := reports.WriteSuite(dir, suite, entries); err != nil {
-		return ExitUsage, fmt.Errorf("write the index: %w", err)
-	}
 	code := ExitOK
 	if found.Kind == reports.KindMatrix {
 		cells, seeds := cellsOf(entries, rows)
-		if err := os.WriteFile(filepath.Join(dir, fileMatrix), []byte(renderMatrix(cells, seeds, true)+failingRuns(cells, ".", true)), 0o644); err != nil {
-			return ExitUsage, fmt.Errorf("write the matrix: %w", err)
+		if err := writeMatrix(dir, matrixModel(cells, seeds, entries, nil, "")); err != nil {
+			return ExitUsage, err
 		}
-		fmt.Fprint(stdout, "\n"+renderMatrix(cells, seeds, false))
-		fmt.Fprint(stdout, failingRuns(cells, dir, false))
+		fmt.Fprint(stdout, "\n"+matrixPlain(cells, seeds))
+		fmt.Fprint(stdout, failingRuns(cells, dir))
 		code = matrixCode(cells)
 		fmt.Fprintf(stdout, "matrix: %s\n", filepath.Join(dir, fileMatrix))
 	} else {
+		if err := reports.WriteSuite(dir, suite, entries); err != nil {
+			return ExitUsage, fmt.Errorf("write the index: %w", err)
+		}
 		printSummary(stdout, rows)
 		for _, r := range rows {
 			code = worseExit(code, rowExit(r))
