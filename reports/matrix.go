@@ -108,6 +108,20 @@ func matrixIcon(s MatrixStatus) string {
 	return "⚠️"
 }
 
+// matrixSymbol is a cell status as a character every font has, for the HTML grid (whose colours carry
+// the rest): emoji are not drawn everywhere.
+func matrixSymbol(s MatrixStatus) string {
+	switch s {
+	case MatrixPass:
+		return "✓"
+	case MatrixExpected, MatrixUnexpected:
+		return "✗"
+	case MatrixInconclusive:
+		return "~"
+	}
+	return "!"
+}
+
 // matrixLegend explains the cell statuses, for the page and the summary alike.
 var matrixLegend = []struct {
 	Status MatrixStatus
@@ -203,7 +217,7 @@ func matrixPageOf(m Matrix) matrixPage {
 	p := matrixPage{CSS: template.CSS(styleCSS), Verdict: v.Word, VerdictClass: v.Class, Counts: matrixCounts(m.Cells),
 		Notes: m.Notes, Failing: m.Failing}
 	for _, l := range matrixLegend {
-		p.Legend = append(p.Legend, matrixLegendItem{Icon: matrixIcon(l.Status), Class: string(l.Status), Text: l.Text})
+		p.Legend = append(p.Legend, matrixLegendItem{Icon: matrixSymbol(l.Status), Class: string(l.Status), Text: l.Text})
 	}
 	at := map[[2]string]MatrixCell{}
 	for _, c := range m.Cells {
@@ -219,7 +233,7 @@ func matrixPageOf(m Matrix) matrixPage {
 					row.Cells = append(row.Cells, matrixPageCell{Empty: true, Why: sys + " does not run " + sc})
 					continue
 				}
-				row.Cells = append(row.Cells, matrixPageCell{Text: c.Text, Class: string(c.Status), Icon: matrixIcon(c.Status),
+				row.Cells = append(row.Cells, matrixPageCell{Text: c.Text, Class: string(c.Status), Icon: matrixSymbol(c.Status),
 					Why: c.Why, Report: c.Report, Characteristic: c.Characteristic})
 			}
 			pg.Rows = append(pg.Rows, row)
