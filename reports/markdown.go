@@ -33,15 +33,15 @@ func renderRunMarkdown(w io.Writer, m *model) error {
 	} else if m.inconclusive {
 		fmt.Fprintf(&b, "> **Inconclusive:** %s\n\n", mdCell(inconclusiveHeadline(m), 600))
 	}
-	for _, s := range m.outsideBanner() {
-		fmt.Fprintf(&b, "> **Outside the assumptions:** %s\n\n", mdCell(s, 900))
-	}
 	if len(m.diag) > 0 && !m.passed {
 		b.WriteString("**Diagnosis:**\n\n")
 		for _, g := range m.diag {
 			fmt.Fprintf(&b, "- **%s** (%s): %s\n", mdCell(g.title, 60), plural(len(g.viols)+g.extra, "violation", "violations"), mdCell(g.text, 1200))
 		}
 		b.WriteString("\n")
+	}
+	for _, s := range m.outsideBanner() {
+		fmt.Fprintf(&b, "> **Outside the assumptions:** %s\n\n", mdCell(s, 900))
 	}
 	b.WriteString("| invariant | verdict | violations | caught (safe) | reason |\n|---|---|---:|---:|---|\n")
 	for _, r := range m.results {
