@@ -6,8 +6,8 @@ import (
 )
 
 // scale holds scenarios too large for the ci suite: Get finds them, All and Names (and so every suite
-// and 'simrun list') leave them out. They are run by hand and by 'simrun bench' for the README's
-// Performance table.
+// and 'simrun list') leave them out. They are run by hand and by 'simrun bench' for the figures of
+// docs/performance.md.
 var scale = []sim.Scenario{
 	{
 		Name: "scale-100x10k",

@@ -24,7 +24,7 @@ import (
 // mechanism removed (a mutant, see internal/mutation); it must be caught within three seeds by one of
 // the invariants it names, in one of the scenarios built to expose it, while the unmodified reference
 // passes every one of the same runs. Mutants that no fault can expose, because another mechanism always
-// covers them, are listed in the README with the argument why, not here.
+// covers them, are listed in docs/mutants.md with the argument why, not here.
 //
 // The cases live in mutants_*_test.go, one file per family of mechanisms, each appending to mutantCases.
 var mutantCases []mutantCase
