@@ -192,6 +192,7 @@ func TestLinearizabilityPageContext(t *testing.T) {
 	require.Contains(t, page, `<a href="report.html">back to the report</a>`)
 	require.Contains(t, page, `const tenureClientNames = {"0":"i0…0442","1":"i1…341e","2":"i2…9b8e"}`)
 	require.Contains(t, page, `"Description":"ep-5: acquire(i0…0442, 3s) -\u003e ok"`)
+	require.NotRegexp(t, `\d\.\d{4,}m?s\b`, page, "durations are rounded, states' expiries to the millisecond")
 	for _, in := range buildModel(r).insts {
 		require.NotContains(t, page, `acquire(`+in.id, "operations name instances by their short names")
 	}

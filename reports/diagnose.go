@@ -515,13 +515,27 @@ var durRE = regexp.MustCompile(`\b(?:\d+h)?(?:\d+m)?\d+(?:\.\d+)?(?:ns|µs|us|ms
 
 // humanize rounds the durations in a message for people and abbreviates instance IDs to the short names
 // the timeline uses.
-func (m *model) humanize(s string) string {
+func (m *model) humanize(s string) string { return roundDurations(m.shortenIDs(s)) }
+
+// shortenIDs abbreviates instance IDs to the short names the timeline uses.
+func (m *model) shortenIDs(s string) string {
 	for _, in := range m.insts {
 		if in.short != in.id {
 			s = strings.ReplaceAll(s, in.id, in.short)
 		}
 	}
-	return roundDurations(s)
+	return s
+}
+
+// roundDurationsTo rounds the Go duration texts in s to a multiple of unit.
+func roundDurationsTo(s string, unit time.Duration) string {
+	return durRE.ReplaceAllStringFunc(s, func(t string) string {
+		d, err := time.ParseDuration(t)
+		if err != nil {
+			return t
+		}
+		return d.Round(unit).String()
+	})
 }
 
 // roundDurations rounds the Go duration texts in s ("2.585715982s" becomes "2.59s").

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/tenurelabs/tenure/checker"
 )
@@ -90,6 +91,19 @@ func relabelClients(page []byte, m *model) ([]byte, bool) {
 	parts, _ := data["Partitions"].([]any)
 	for _, p := range parts {
 		pm, _ := p.(map[string]any)
+		// States name expiries to the nanosecond; to the millisecond (Redis's expiry tick) they stay exact
+		// enough to tell one linearization from another and read as the rest of the page does.
+		lins, _ := pm["PartialLinearizations"].([]any)
+		for _, lin := range lins {
+			steps, _ := lin.([]any)
+			for _, st := range steps {
+				if sm, ok := st.(map[string]any); ok {
+					if d, ok := sm["StateDescription"].(string); ok {
+						sm["StateDescription"] = m.shortenIDs(roundDurationsTo(d, time.Millisecond))
+					}
+				}
+			}
+		}
 		hist, _ := pm["History"].([]any)
 		for _, el := range hist {
 			em, _ := el.(map[string]any)
