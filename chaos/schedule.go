@@ -265,7 +265,9 @@ func (r Runner) Run(ctx context.Context, s Schedule) error {
 		if r.OnApply != nil {
 			r.OnApply(rec)
 		}
-		if st.For <= 0 {
+		// An instant step ends at once; so does one that left nothing to end (its Apply failed), so
+		// that it is recorded, with its error, whatever its duration.
+		if st.For <= 0 || end == nil {
 			finish(ctx, i)
 		}
 	}

@@ -227,3 +227,19 @@ func TestValidate(t *testing.T) {
 		})
 	}
 }
+
+// A step with a duration whose Apply fails, leaving nothing to end, is still recorded, with its error.
+func TestRunnerRecordsAFailedStepWithADuration(t *testing.T) {
+	var mu sync.Mutex
+	var ends []chaos.Record
+	r := chaos.Runner{
+		Env:   &fakeEnv{live: []string{"x"}},
+		Now:   func() time.Duration { return 0 },
+		Sleep: func(context.Context, time.Duration) bool { return true },
+		OnEnd: func(r chaos.Record) { mu.Lock(); ends = append(ends, r); mu.Unlock() },
+	}
+	err := r.Run(context.Background(), chaos.Schedule{{At: 0, For: time.Second, Fault: chaos.Pause{Slot: 7}}})
+	require.ErrorIs(t, err, chaos.ErrNoTarget)
+	require.Len(t, ends, 1, "the failed step must reach the history")
+	require.Error(t, ends[0].Err)
+}
