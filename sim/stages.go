@@ -104,6 +104,11 @@ func setUp(ctx context.Context, o Options, p planned, td *teardown) (*stagedRun,
 		r.classifier = c
 	}
 	r.linkPrefix = linkPrefix
+	if _, ok := o.System.(*ProcessSystem); ok && hasClockFaults(p.schedule) {
+		if err := r.prepareFaketime(td); err != nil {
+			return nil, err
+		}
+	}
 	if pu, ok := o.System.(PostgresUser); ok && pu.UsesPostgres() {
 		pg, err := openPostgres(ctx, o.Postgres, runID)
 		if err != nil {
