@@ -178,7 +178,7 @@ func NewExecSystem(command, kind string) (*ProcessSystem, error) {
 	}
 	p, err := buildProcessSystem(systemFile{Name: "exec", Kind: kind, Command: argv}, wd)
 	if err != nil {
-		return nil, fmt.Errorf("sim: --exec: %w", err)
+		return nil, fmt.Errorf("sim: --exec: %s", strings.TrimPrefix(err.Error(), `field "command": `))
 	}
 	p.ref = "--exec " + shellQuote(command)
 	if kind != "lease" {
