@@ -175,7 +175,8 @@ func (p *procInstance) noteClock() {
 	}
 	real := float64(s.at[n-1]-s.at[0]) / float64(time.Millisecond)
 	seen := (s.clock[n-1] - s.clock[0]) / real
-	p.r.rec.Add(history.Event{Kind: history.KindNote, At: p.r.rec.Now(), Instance: p.in.id,
+	// Noted at the period's last reading: a period that ends with the run is noted after its end.
+	p.r.rec.Add(history.Event{Kind: history.KindNote, At: s.at[n-1], Instance: p.in.id,
 		Note: fmt.Sprintf("clock of instance %s from %v: ran at %.4f of real time (set %g), from %d readings over %v",
 			p.label, max(since, s.at[0]).Round(time.Millisecond), seen, set, n, (s.at[n-1] - s.at[0]).Round(time.Millisecond))})
 }

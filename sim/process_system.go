@@ -303,6 +303,8 @@ func jsonProblem(err error, place string) string {
 		return fmt.Sprintf("field %q: want %s, got a JSON %s", in(te.Field), te.Type.String(), te.Value)
 	case errors.As(err, &se):
 		return fmt.Sprintf("not valid JSON (at byte %d): %v", se.Offset, se)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "not valid JSON: it ends before its value does"
 	case strings.HasPrefix(msg, "json: unknown field "):
 		name := strings.Trim(strings.TrimPrefix(msg, "json: unknown field "), `"`)
 		return fmt.Sprintf("unknown field %q (docs/protocol.md lists the fields of a system file)", in(name))
