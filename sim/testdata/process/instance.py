@@ -6,6 +6,7 @@
 #   garbage   call /ready, then send Redis what is not RESP
 #   quit      call /ready, then exit with status 4 after a moment
 #   stubborn  ignore SIGTERM, call /ready, then poll as in "poll"
+#   deaf      call /ready, then wait, deaf to stdin's end and silent: only a signal ends it
 # MARKER only tells the tests' processes apart.
 import json, os, signal, socket, sys, threading, time, urllib.error, urllib.request
 
@@ -27,7 +28,8 @@ def now_ms():
     return time.time() * 1000
 
 
-threading.Thread(target=lambda: (sys.stdin.read(), os._exit(0)), daemon=True).start()
+if mode != "deaf":
+    threading.Thread(target=lambda: (sys.stdin.read(), os._exit(0)), daemon=True).start()
 if mode == "exit":
     sys.stderr.write("boom: this instance gives up at once\n")
     sys.exit(3)
@@ -36,6 +38,8 @@ if mode == "silent":
 if mode == "stubborn":
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
 post("/ready", {"clock_ms": now_ms()})
+if mode == "deaf":
+    time.sleep(600)
 if mode == "garbage":
     host, port = env["TENURE_REDIS_ADDR"].rsplit(":", 1)
     s = socket.create_connection((host, int(port)))
