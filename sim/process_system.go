@@ -105,6 +105,25 @@ func (p *ProcessSystem) Command() []string { return append([]string(nil), p.comm
 // Capabilities returns what the system declares.
 func (p *ProcessSystem) Capabilities() Capabilities { return p.caps }
 
+// declaration says, for the history, what the system runs and what it declares of itself.
+func (p *ProcessSystem) declaration() string {
+	var caps []string
+	if p.caps.Beliefs {
+		caps = append(caps, "reports beliefs")
+	}
+	if p.caps.Fencing {
+		caps = append(caps, "passes fencing tokens")
+	}
+	if !p.caps.honoursFaketime() {
+		caps = append(caps, "reads a clock libfaketime cannot change")
+	}
+	said := "declares nothing of itself"
+	if len(caps) > 0 {
+		said = "declares that it " + strings.Join(caps, ", ")
+	}
+	return fmt.Sprintf("process system %s (%s): runs %q; %s", p.name, p.ref, strings.Join(p.command, " "), said)
+}
+
 // SystemFileName is the file a directory named by exec:DIR holds.
 const SystemFileName = "system.json"
 
