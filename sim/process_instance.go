@@ -55,8 +55,19 @@ func (r *runner) newProcessInstance(ps *ProcessSystem, slot int, id string) (*vi
 	p := &procInstance{sys: ps, r: r, in: in, label: fmt.Sprintf("i%d", slot), ready: make(chan readyReport, 1),
 		exited: make(chan struct{})}
 	in.proc, in.sut = p, p
+	// Everything the recorders' and the service's goroutines read is in place before they start.
+	p.out = newInstanceOutput(p.label, r.o.Log)
+	if r.faketime != "" {
+		var err error
+		if p.clock, err = newFakeClock(r.clockDir, p.label); err != nil {
+			return nil, err
+		}
+	}
 	links, names, err := r.processLinks(slot)
 	if err != nil {
+		if p.clock != nil {
+			p.clock.remove()
+		}
 		return nil, err
 	}
 	in.link = links[0]
@@ -67,6 +78,9 @@ func (r *runner) newProcessInstance(ps *ProcessSystem, slot int, id string) (*vi
 		p.closeWires()
 		for _, l := range links {
 			_ = l.Close()
+		}
+		if p.clock != nil {
+			p.clock.remove()
 		}
 		return nil, err
 	}
@@ -83,13 +97,6 @@ func (r *runner) newProcessInstance(ps *ProcessSystem, slot int, id string) (*vi
 	if p.svc, err = newInstanceService(p); err != nil {
 		return fail(err)
 	}
-	if r.faketime != "" {
-		if p.clock, err = newFakeClock(r.clockDir, p.label); err != nil {
-			p.svc.close()
-			return fail(err)
-		}
-	}
-	p.out = newInstanceOutput(p.label, r.o.Log)
 	return in, nil
 }
 
