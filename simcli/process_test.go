@@ -214,3 +214,69 @@ func TestInterruptedProcessRunKillsItsInstances(t *testing.T) {
 	requireAllGone(t, kids, "Ctrl-C")
 	require.FileExists(t, filepath.Join(out, "history.jsonl"))
 }
+
+// Process systems named wrongly on the command line are usage errors that leave nothing behind, and an
+// instance that fails its start is named with its last words.
+func TestProcessSystemBadInput(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	bad := filepath.Join(dir, "bad")
+	require.NoError(t, os.Mkdir(bad, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(bad, "system.json"), []byte(`{"name": "x", "kind": "lease", "command": ["sh"], "capabilites": {}}`), 0o644))
+	for name, tc := range map[string]struct {
+		args []string
+		want string
+	}{
+		"not found":     {[]string{"run", "crash-failover", "--exec", "no-such-program --flag", "--out", out}, `cannot run "no-such-program": executable file not found`},
+		"open quote":    {[]string{"run", "crash-failover", "--exec", "python3 'x.py", "--out", out}, "the ' quote at character 9 is never closed"},
+		"both":          {[]string{"run", "crash-failover", "--exec", "sh", "--system", "reference", "--out", out}, "give --system or --exec, not both"},
+		"kind alone":    {[]string{"run", "crash-failover", "--kind", "election", "--out", out}, "--kind applies only to --exec"},
+		"bad kind":      {[]string{"run", "crash-failover", "--exec", "sh", "--kind", "leader", "--out", out}, `--kind "leader": want lease or election`},
+		"election kind": {[]string{"run", "crash-failover", "--exec", "sh", "--kind", "election", "--out", out}, "is for lease systems and exec is an election system"},
+		"bad file":      {[]string{"run", "crash-failover", "--system", "exec:" + bad, "--out", out}, filepath.Join(bad, "system.json") + `: unknown field "capabilites"`},
+		"no file":       {[]string{"run", "crash-failover", "--system", "exec:" + filepath.Join(dir, "none"), "--out", out}, "does not exist"},
+		"matrix bad":    {[]string{"matrix", "--systems", "reference,exec:" + bad, "--out", out}, `unknown field "capabilites"`},
+		"sentinel":      {[]string{"run", "sentinel-primary-kill", "--exec", "sh", "--out", out}, "process systems run on one Redis or on independent nodes"},
+		"stall":         {[]string{"run", "late-replies-then-stall", "--exec", "sh", "--out", out}, "holds calls inside the instance's client"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			code, _, stderr := run(t, tc.args...)
+			require.Equal(t, simcli.ExitUsage, code, stderr)
+			require.Contains(t, stderr, tc.want)
+			_, err := os.Stat(out)
+			require.True(t, os.IsNotExist(err), "a bad invocation leaves no output behind")
+		})
+	}
+}
+
+// An instance that exits at once fails the run's start: exit status 2, the instance named with what it
+// wrote, nothing left running, no half-written output.
+func TestProcessThatExitsAtOnceIsAUsageError(t *testing.T) {
+	redistest.Start(t)
+	out := filepath.Join(t.TempDir(), "out")
+	code, _, stderr := run(t, "run", "crash-failover", "--exec", "sh -c 'echo cannot find my config >&2; exit 7'", "--redis", "server", "--out", out)
+	require.Equal(t, simcli.ExitUsage, code, stderr)
+	require.Contains(t, stderr, "instance i0")
+	require.Contains(t, stderr, "exited with status 7 before it called POST /ready")
+	require.Contains(t, stderr, "cannot find my config")
+	_, err := os.Stat(out)
+	require.True(t, os.IsNotExist(err))
+}
+
+// simrun list shows the process systems under examples/ of the current directory, and says what is
+// wrong with one that does not load.
+func TestListShowsExampleSystems(t *testing.T) {
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		"good": `{"name": "good-lock", "kind": "election", "command": ["sh"], "description": "a good lock"}`,
+		"bad":  `{"name": "bad-lock", "kind": "lease"}`,
+	} {
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, "examples", name), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "examples", name, "system.json"), []byte(body), 0o644))
+	}
+	t.Chdir(dir)
+	code, out, _ := run(t, "list")
+	require.Equal(t, simcli.ExitOK, code)
+	require.Regexp(t, `exec:examples/good\s+election\s+a good lock`, out)
+	require.Regexp(t, `exec:examples/bad\s+-\s+\(cannot be run: .*field "command": missing`, out)
+}
