@@ -266,10 +266,12 @@ func TestProcessClockRunsAtTheRateSet(t *testing.T) {
 	require.InDelta(t, 0.5, rates[1], 0.05)
 	require.InDelta(t, 1, rates[2], 0.05)
 
-	// Continuity: on the instance's own clock, consecutive polls are one poll interval apart (plus the
-	// poll's own duration at the rate of the moment), whatever the rate; a clock that jumped at a change
-	// of rate (libfaketime rescales all elapsed time unless the offset compensates) would show a gap of
-	// seconds, or a negative one.
+	// Continuity: on the instance's own clock, consecutive polls are about a poll interval apart (its
+	// sleep), plus the poll's own duration. A sleep that spans a change of rate was timed at the old
+	// rate, so across the change from 1 to 0.5 a gap shrinks to as little as half an interval, and
+	// across the change back it grows up to two. A clock that jumped at a change (libfaketime rescales
+	// all elapsed time unless the offset compensates) would be seconds off here: about −1 s at the first
+	// change and +2 s at the second.
 	interval := float64(sim.SpecTiming().PollInterval.Milliseconds()) * processScale
 	var readings []float64
 	log.mu.Lock()
@@ -285,7 +287,7 @@ func TestProcessClockRunsAtTheRateSet(t *testing.T) {
 	require.Greater(t, len(readings), 10)
 	for i := 1; i < len(readings); i++ {
 		gap := readings[i] - readings[i-1]
-		require.True(t, gap > 0.9*interval && gap < 2*interval, "clock readings %d and %d are %.1f ms apart on the instance's clock; the poll interval is %.0f ms", i-1, i, gap, interval)
+		require.True(t, gap > 0.4*interval && gap < 3*interval, "clock readings %d and %d are %.1f ms apart on the instance's clock; the poll interval is %.0f ms", i-1, i, gap, interval)
 	}
 }
 
@@ -313,7 +315,7 @@ func TestGoProcessRefusesClockFaults(t *testing.T) {
 // rather than a verdict, and no process of it is left.
 func TestProcessBadInstancesNameThemselves(t *testing.T) {
 	redistest.Start(t)
-	sc := sim.Scenario{Name: "process-bad", Instances: 2, Endpoints: 2, Duration: 100 * time.Second}
+	sc := sim.Scenario{Name: "process-bad", Instances: 1, Endpoints: 2, Duration: 100 * time.Second}
 	for _, tc := range []struct {
 		mode, extra string
 		want        []string
