@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -173,12 +174,38 @@ func (p *procInstance) noteClock() {
 	if n < 2 || s.at[n-1]-s.at[0] < 50*time.Millisecond {
 		return
 	}
-	real := float64(s.at[n-1]-s.at[0]) / float64(time.Millisecond)
-	seen := (s.clock[n-1] - s.clock[0]) / real
 	// Noted at the period's last reading: a period that ends with the run is noted after its end.
 	p.r.rec.Add(history.Event{Kind: history.KindNote, At: s.at[n-1], Instance: p.in.id,
 		Note: fmt.Sprintf("clock of instance %s from %v: ran at %.4f of real time (set %g), from %d readings over %v",
-			p.label, max(since, s.at[0]).Round(time.Millisecond), seen, set, n, (s.at[n-1] - s.at[0]).Round(time.Millisecond))})
+			p.label, max(since, s.at[0]).Round(time.Millisecond), s.rate(), set, n, (s.at[n-1] - s.at[0]).Round(time.Millisecond))})
+}
+
+// maxRatePoints bounds the readings the rate is measured from (their pairs are compared).
+const maxRatePoints = 64
+
+// rate is the median of the rates between every two readings (the Theil–Sen slope): a reading whose
+// request was held up on the way (a loaded machine delays a loopback request by tens of milliseconds)
+// moves a few of those rates, not the median.
+func (s clockSamples) rate() float64 {
+	n := len(s.at)
+	step := max(1, n/maxRatePoints)
+	var rates []float64
+	for i := 0; i < n; i += step {
+		for j := i + step; j < n; j += step {
+			if dt := float64(s.at[j]-s.at[i]) / float64(time.Millisecond); dt > 0 {
+				rates = append(rates, (s.clock[j]-s.clock[i])/dt)
+			}
+		}
+	}
+	if len(rates) == 0 {
+		return 0
+	}
+	sort.Float64s(rates)
+	m := len(rates)
+	if m%2 == 1 {
+		return rates[m/2]
+	}
+	return (rates[m/2-1] + rates[m/2]) / 2
 }
 
 // setClockRate changes the process's clock rate through libfaketime.
