@@ -10,6 +10,7 @@ CI_SEED   ?= 1
 
 build:
 	$(GO) build -o $(SIMRUN) ./cmd/simrun
+	$(GO) build -o bin/tenure-instance ./cmd/tenure-instance
 
 ## run: a representative part of the ci suite (a minute of runs, plus compiling the first time:
 ##      1 min 8 s and 2 min 37 s measured) on the default backend

@@ -108,7 +108,9 @@ func (r *runner) nodeClients(in *vinstance, dial topology.Dialer) []redis.Univer
 
 // closeClients closes every client of the instance.
 func (in *vinstance) closeClients() {
-	_ = in.client.Close()
+	if in.client != nil {
+		_ = in.client.Close()
+	}
 	for _, c := range in.nodes {
 		_ = c.Close()
 	}

@@ -17,6 +17,19 @@ import (
 // ErrStaleToken is returned by a fencing endpoint to a poll whose token is older than one it has seen.
 var ErrStaleToken = errors.New("sim: poll refused: stale fencing token")
 
+// StaleTokenError is the error a fencing endpoint refuses a poll with: it is ErrStaleToken, and carries
+// the highest token the endpoint had seen.
+type StaleTokenError struct {
+	MaxToken uint64
+}
+
+func (e *StaleTokenError) Error() string {
+	return fmt.Sprintf("%v (token %d seen)", ErrStaleToken, e.MaxToken)
+}
+
+// Is makes errors.Is(err, ErrStaleToken) hold.
+func (e *StaleTokenError) Is(target error) bool { return target == ErrStaleToken }
+
 // endpointService is the simulated service whose endpoints the fleet polls. It stamps every poll that
 // arrives with the harness clock and, when fencing is on, refuses a token lower than the highest it has
 // seen for that endpoint.
@@ -62,7 +75,7 @@ func (s *endpointService) Poll(ctx context.Context, instance, endpoint string, t
 		ev.End = at
 		ev.Poll.Outcome = history.PollRefused
 		s.rec.Add(ev)
-		return ErrStaleToken
+		return &StaleTokenError{MaxToken: prev}
 	}
 	t := time.NewTimer(s.duration)
 	defer t.Stop()

@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -34,9 +35,16 @@ type runner struct {
 	logger     *slog.Logger
 	pg         *pgTarget // set for systems that use PostgreSQL
 	linkPrefix string    // names proxies on a shared toxiproxy-server
+	// faketime is libfaketime's path when a process system's run has clock faults, and clockDir holds
+	// the instances' spec files (process_clock.go).
+	faketime, clockDir string
+	// abort ends the run with an error that makes its history worthless (an instance that does not
+	// speak RESP); set by Run.
+	abort context.CancelCauseFunc
 
 	mu      sync.Mutex
 	holders map[string]string // endpoint -> instance that last reported holding it
+	pollers map[string]string // endpoint -> process instance whose poll of it last completed
 	rng     *rand.Rand
 	next    int // next slot number
 	live    []*vinstance
@@ -210,9 +218,38 @@ func (r *runner) newInstance() (*vinstance, context.Context, error) {
 	boot := time.Now()
 	id := fmt.Sprintf("i%d-%d-%08x", slot, boot.UnixNano(), suffix)
 
-	link, client, dial, err := r.instanceLink(slot)
+	var in *vinstance
+	var err error
+	if ps, ok := r.o.System.(*ProcessSystem); ok {
+		in, err = r.newProcessInstance(ps, slot, id)
+	} else {
+		in, err = r.newInProcessInstance(slot, id)
+	}
 	if err != nil {
 		return nil, nil, err
+	}
+	ictx, cancel := context.WithCancel(context.Background())
+	in.cancel = cancel
+	r.mu.Lock()
+	// Keep the live list in slot order, so that "slot 0" in a schedule is the first instance created
+	// even when the fleet starts concurrently.
+	pos := len(r.live)
+	for pos > 0 && r.live[pos-1].slot > slot {
+		pos--
+	}
+	r.live = append(r.live, nil)
+	copy(r.live[pos+1:], r.live[pos:])
+	r.live[pos] = in
+	r.mu.Unlock()
+	r.rec.Add(history.Event{Kind: history.KindLifecycle, At: r.rec.Now(), Instance: id, Lifecycle: &history.Lifecycle{Change: history.LifeStarted}})
+	return in, ictx, nil
+}
+
+// newInProcessInstance builds the system's Instance in slot with its link, recording client and clock.
+func (r *runner) newInProcessInstance(slot int, id string) (*vinstance, error) {
+	link, client, dial, err := r.instanceLink(slot)
+	if err != nil {
+		return nil, err
 	}
 	in := &vinstance{slot: slot, id: id, link: link, client: client, clock: clock.NewDrifting(clock.Real{}, 1)}
 	in.pclock = clock.NewPausable(in.clock)
@@ -233,24 +270,10 @@ func (r *runner) newInstance() (*vinstance, context.Context, error) {
 	if err != nil {
 		in.closeClients()
 		_ = link.Close()
-		return nil, nil, fmt.Errorf("sim: %s: new instance: %w", r.o.System.Name(), err)
+		return nil, fmt.Errorf("sim: %s: new instance: %w", r.o.System.Name(), err)
 	}
 	in.sut = sut
-	ictx, cancel := context.WithCancel(context.Background())
-	in.cancel = cancel
-	r.mu.Lock()
-	// Keep the live list in slot order, so that "slot 0" in a schedule is the first instance created
-	// even when the fleet starts concurrently.
-	pos := len(r.live)
-	for pos > 0 && r.live[pos-1].slot > slot {
-		pos--
-	}
-	r.live = append(r.live, nil)
-	copy(r.live[pos+1:], r.live[pos:])
-	r.live[pos] = in
-	r.mu.Unlock()
-	r.rec.Add(history.Event{Kind: history.KindLifecycle, At: r.rec.Now(), Instance: id, Lifecycle: &history.Lifecycle{Change: history.LifeStarted}})
-	return in, ictx, nil
+	return in, nil
 }
 
 // instanceLink creates the link an instance's backend traffic flows through and the Redis client that
@@ -307,6 +330,10 @@ func (r *runner) kill(in *vinstance) error {
 	}
 	r.svc.barrier()
 	err := in.link.Kill()
+	if in.proc != nil {
+		// A process dies before anything of it is woken: nothing it does on the way out reaches anyone.
+		err = errors.Join(err, in.proc.kill())
+	}
 	// Whatever the instance was blocked on wakes to find its context cancelled and its link cut.
 	in.fmu.Lock()
 	in.unfreeze()
@@ -371,7 +398,7 @@ func (r *runner) SignalStop(ctx context.Context, id string) (stopErr, err error)
 // which no context frees): past it the caller kills the instance, which also wakes whatever it was
 // blocked on. It returns Stop's own error (serr) apart from a panic or an overrun (perr).
 func (r *runner) stop(ctx context.Context, in *vinstance) (serr, perr error) {
-	sctx, cancel := context.WithTimeout(ctx, 2*r.timing.LeaseTTL)
+	sctx, cancel := context.WithTimeout(ctx, r.stopBound())
 	defer cancel()
 	type outcome struct{ serr, perr error }
 	stopped := make(chan outcome, 1)
@@ -387,9 +414,15 @@ func (r *runner) stop(ctx context.Context, in *vinstance) (serr, perr error) {
 	case o := <-stopped:
 		return o.serr, o.perr
 	case <-sctx.Done():
-		return nil, fmt.Errorf("did not stop within %s: %w", 2*r.timing.LeaseTTL, sctx.Err())
+		if in.proc != nil {
+			return nil, fmt.Errorf("did not stop gracefully: still running %s after SIGTERM, killed", r.stopBound())
+		}
+		return nil, fmt.Errorf("did not stop within %s: %w", r.stopBound(), sctx.Err())
 	}
 }
+
+// stopBound is how long a graceful stop may take before the instance is killed.
+func (r *runner) stopBound() time.Duration { return 2 * r.timing.LeaseTTL }
 
 // panicError is a panic of a system's Start or Stop, caught by protect.
 type panicError struct{ msg string }
@@ -453,6 +486,11 @@ func (r *runner) Freeze(id string) error {
 func (r *runner) freezeNow(in *vinstance) {
 	in.pclock.Pause()
 	in.calls.freeze()
+	if in.proc != nil {
+		if err := in.proc.signal(syscall.SIGSTOP); err != nil {
+			r.logger.Error("stop a paused instance's process group", "instance", in.id, "err", err)
+		}
+	}
 	if r.pg != nil {
 		if err := in.link.Partition(); err != nil {
 			r.logger.Error("partition a paused instance's link", "instance", in.id, "err", err)
@@ -466,6 +504,9 @@ func (in *vinstance) unfreeze() {
 	if in.freezing != nil {
 		close(in.freezing)
 		in.freezing = nil
+	}
+	if in.proc != nil && in.pclock.Paused() {
+		_ = in.proc.signal(syscall.SIGCONT)
 	}
 	in.pclock.Resume()
 	in.calls.thaw()
@@ -501,6 +542,9 @@ func (r *runner) Stall(id string) error {
 	if r.pg != nil {
 		return fmt.Errorf("%w: a stall holds Redis calls, and %s talks to PostgreSQL", chaos.ErrUnsupported, r.o.System.Name())
 	}
+	if in.proc != nil {
+		return fmt.Errorf("%w: a stall holds calls inside the client, and %s is a process", chaos.ErrUnsupported, r.o.System.Name())
+	}
 	in.stall.freeze()
 	return nil
 }
@@ -524,6 +568,11 @@ func (r *runner) SetClockRate(id string, rate float64) error {
 	if rate <= 0 {
 		return fmt.Errorf("sim: clock rate must be positive (got %g)", rate)
 	}
+	if in.proc != nil {
+		if err := in.proc.setClockRate(rate); err != nil {
+			return err
+		}
+	}
 	in.clock.SetRate(rate)
 	return nil
 }
@@ -541,6 +590,11 @@ func (r *runner) Link(id string) (chaos.Link, error) {
 func (r *runner) Holder(endpoint string) (string, bool) {
 	r.mu.Lock()
 	id, ok := r.holders[endpoint]
+	if !ok {
+		// A process system need not report beliefs: the instance the resource last served is the
+		// holder as far as anyone can tell.
+		id, ok = r.pollers[endpoint]
+	}
 	r.mu.Unlock()
 	if !ok {
 		return "", false
@@ -565,6 +619,29 @@ func (r *runner) believe(id, endpoint string, b history.Belief) {
 		delete(r.holders, endpoint)
 	}
 }
+
+// polled notes that a process instance's poll of endpoint completed (see Holder).
+func (r *runner) polled(endpoint, id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.pollers == nil {
+		r.pollers = map[string]string{}
+	}
+	r.pollers[endpoint] = id
+}
+
+// fail ends the run with err (see runner.abort).
+func (r *runner) fail(err error) {
+	if r.abort != nil {
+		r.abort(&fatalError{err})
+	}
+}
+
+// fatalError is why a run was ended early with nothing worth judging.
+type fatalError struct{ err error }
+
+func (e *fatalError) Error() string { return e.err.Error() }
+func (e *fatalError) Unwrap() error { return e.err }
 
 // Backend implements chaos.Env.
 func (r *runner) Backend() chaos.Backend { return r.backend }

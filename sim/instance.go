@@ -32,6 +32,8 @@ type vinstance struct {
 	pclock *clock.Pausable
 	sut    Instance
 	cancel context.CancelFunc
+	// proc is set for an instance of a process system: the OS process the faults act on.
+	proc *procInstance
 	// gate holds polls while the instance is paused (and from the moment a pause is asked for, so that
 	// the pause takes hold at the instance's next poll); calls holds its Redis calls while it is paused,
 	// stall while they are stalled.

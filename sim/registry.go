@@ -33,8 +33,12 @@ func RegisterHidden(name string, factory func() System) {
 	registryMu.Unlock()
 }
 
-// Lookup returns the system registered under name.
+// Lookup returns the system registered under name, or, for exec:PATH, the process system its system
+// file describes (LoadSystemFile).
 func Lookup(name string) (System, error) {
+	if path, ok := strings.CutPrefix(name, ExecPrefix); ok {
+		return LoadSystemFile(path)
+	}
 	registryMu.Lock()
 	f, ok := registry[name]
 	registryMu.Unlock()

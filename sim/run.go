@@ -166,6 +166,11 @@ func plan(o Options) (planned, error) {
 	if err := CheckBackendSpec(backendSpec); err != nil {
 		return p, fmt.Errorf("%w: %v", ErrOptions, err)
 	}
+	if ps, ok := o.System.(*ProcessSystem); ok {
+		if err := checkProcessPlan(ps, backendSpec, steps); err != nil {
+			return p, fmt.Errorf("%w: scenario %s: %v", ErrOptions, sc.Name, err)
+		}
+	}
 	if kill, pause := needsControl(steps); kill || pause {
 		if why := lacksControl(backendSpec, pause); why != "" {
 			return p, fmt.Errorf("%w: scenario %s needs to kill or pause Redis, which %s; use --redis server", chaos.ErrUnsupported, sc.Name, why)
@@ -250,14 +255,27 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	res.Schedule = p.schedule
 	var td teardown
 	defer func() { td.run(&res, &err) }()
+	// A run ended by runner.fail has nothing worth judging: it returns the error, not a history.
+	ctx, abort := context.WithCancelCause(ctx)
+	defer abort(nil)
 	s, err := setUp(ctx, o, p, &td)
 	if err != nil {
 		return res, err
 	}
-	if err := s.startFleet(ctx); err != nil {
+	s.abort = abort
+	err = s.startFleet(ctx)
+	var fatal *fatalError
+	if errors.As(context.Cause(ctx), &fatal) {
+		return res, fatal.err
+	}
+	if err != nil {
 		return res, err
 	}
 	out := s.runSchedule(ctx)
+	if errors.As(context.Cause(ctx), &fatal) {
+		s.crashAll()
+		return res, fatal.err
+	}
 	res.History, res.FaultErrors = s.collect(out), out.faultErrs
 	return res, nil
 }

@@ -104,6 +104,14 @@ func setUp(ctx context.Context, o Options, p planned, td *teardown) (*stagedRun,
 		r.classifier = c
 	}
 	r.linkPrefix = linkPrefix
+	if ps, ok := o.System.(*ProcessSystem); ok {
+		rec.Add(history.Event{Kind: history.KindNote, At: rec.Now(), Note: ps.declaration()})
+		if hasClockFaults(p.schedule) {
+			if err := r.prepareFaketime(td); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if pu, ok := o.System.(PostgresUser); ok && pu.UsesPostgres() {
 		pg, err := openPostgres(ctx, o.Postgres, runID)
 		if err != nil {

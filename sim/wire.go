@@ -37,6 +37,9 @@ type WireConfig struct {
 	// Dead, when set, reports that the instance has crashed: commands it still sends are forwarded but
 	// not recorded, as the hook does not record a dead instance's leftovers.
 	Dead func() bool
+	// OnFault, when set, is told of every piece of traffic the recorder cannot read (what Err reports),
+	// as it happens.
+	OnFault func(error)
 
 	_ struct{}
 }
@@ -121,9 +124,12 @@ func (w *WireRecorder) Err() error {
 
 func (w *WireRecorder) fault(err error) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	if len(w.faults) < maxFaults {
 		w.faults = append(w.faults, err)
+	}
+	w.mu.Unlock()
+	if w.cfg.OnFault != nil {
+		w.cfg.OnFault(err)
 	}
 }
 

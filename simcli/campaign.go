@@ -240,7 +240,7 @@ func campaignCommand(f *campaignFlags, names []string, def campaignDef) string {
 		parts = append(parts, names...)
 	}
 	if f.run.systemSet {
-		parts = append(parts, "--system "+f.run.system)
+		parts = append(parts, f.run.systemArg())
 	}
 	if def.CampaignSeed != nil {
 		parts = append(parts, fmt.Sprintf("--seeds %d --campaign-seed %d", len(def.Seeds), *def.CampaignSeed))

@@ -124,8 +124,8 @@ func (f *runFlags) registerMatrix(fs *flag.FlagSet) {
 	f.registerCommon(&common)
 	common.VisitAll(func(fl *flag.Flag) {
 		switch fl.Name {
-		case "system":
-			return // the matrix takes --systems
+		case "system", "exec", "kind":
+			return // the matrix takes --systems (exec:PATH for a process system)
 		case "seed":
 			fs.Var(fl.Value, fl.Name, "first seed of every cell (default 1: the matrix compares systems on fixed seeds)")
 		case "time-scale":

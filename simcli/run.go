@@ -35,6 +35,8 @@ type runFlags struct {
 	redis        string
 	out          string
 	system       string
+	exec         string // --exec: a process system given by its command line
+	kind         string // --kind: the kind of the --exec system
 	toxiproxy    string
 	postgres     string
 	duration     time.Duration
@@ -53,7 +55,7 @@ type runFlags struct {
 func (f *runFlags) visit(fs *flag.FlagSet) {
 	f.set = map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
-	f.systemSet = f.set["system"]
+	f.systemSet = f.set["system"] || f.set["exec"]
 	f.parallelSet = f.set["parallel"]
 }
 
@@ -98,7 +100,9 @@ func (f *runFlags) registerCommon(fs *flag.FlagSet) {
 		return nil
 	})
 	fs.StringVar(&f.redis, "redis", "auto", "backend: auto, server, embedded, addr=HOST:PORT or container; server:rdb or server:aof for a private server with persistence; sentinel for a private primary, two replicas and three sentinels; independent for three independent private nodes (Redlock); cluster for a private Redis Cluster of three primaries and three replicas")
-	fs.StringVar(&f.system, "system", "reference", "system under test (see simrun list)")
+	fs.StringVar(&f.system, "system", "reference", "system under test (see simrun list); exec:PATH for a process system's file (docs/protocol.md)")
+	fs.StringVar(&f.exec, "exec", "", "run a process system: the command each instance runs, split as a shell would, without one (docs/protocol.md)")
+	fs.StringVar(&f.kind, "kind", "", "with --exec: lease (the default) or election")
 	fs.StringVar(&f.toxiproxy, "toxiproxy", "", "URL of an external toxiproxy-server (default: embedded)")
 	fs.StringVar(&f.postgres, "postgres", "", "PostgreSQL for the election-postgres scenarios (default: $TENURE_PG_URL, else "+sim.DefaultPostgresURL+")")
 }
@@ -383,12 +387,9 @@ func plan(f *runFlags, names []string) ([]job, string, error) {
 		scale = f.timeScale
 	}
 	f.timeScale = scale
-	if err := checkSystemName(f.system); err != nil {
-		return nil, "", err
-	}
-	chosen, err := sim.Lookup(f.system)
+	chosen, err := f.chooseSystem()
 	if err != nil {
-		return nil, "", fmt.Errorf("%w: %v", errUsage, err)
+		return nil, "", err
 	}
 	f.backend = resolveAuto(f.redis)
 	if !f.seedSet {
@@ -502,7 +503,7 @@ func kindOf(s sim.System) string {
 // replay is the one-line command that reproduces a run.
 func replay(o sim.Options, f runFlags) string {
 	parts := []string{program() + " run", o.Scenario.Name, fmt.Sprintf("--seed %d", o.Seed), fmt.Sprintf("--time-scale %g", o.TimeScale),
-		"--system " + o.System.Name(), "--redis " + o.Backend}
+		systemArg(o.System), "--redis " + o.Backend}
 	if f.instances > 0 {
 		parts = append(parts, fmt.Sprintf("--instances %d", f.instances))
 	}
@@ -528,7 +529,7 @@ func replaySet(f runFlags, names []string) string {
 	}
 	parts = append(parts, fmt.Sprintf("--seed %d", f.seed), fmt.Sprintf("--time-scale %g", f.timeScale), "--redis "+f.backend)
 	if f.systemSet {
-		parts = append(parts, "--system "+f.system)
+		parts = append(parts, f.systemArg())
 	}
 	if f.toxiproxy != "" {
 		parts = append(parts, "--toxiproxy "+f.toxiproxy)

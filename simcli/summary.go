@@ -190,6 +190,7 @@ func list(w io.Writer) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", n, systemKind(s), desc)
 	}
+	listExamples(tw)
 	return tw.Flush()
 }
 

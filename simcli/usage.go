@@ -146,8 +146,12 @@ func checkSuiteName(name string) error {
 
 // checkSystemName refuses a name that is not a registered system, suggesting the closest.
 func checkSystemName(name string) error {
-	if _, err := sim.Lookup(name); err == nil {
+	_, err := sim.Lookup(name)
+	switch {
+	case err == nil:
 		return nil
+	case strings.HasPrefix(name, sim.ExecPrefix):
+		return fmt.Errorf("%w: %v", errUsage, err) // a system file's own trouble, said by the file
 	}
 	known := sim.Systems()
 	hint := "known: " + strings.Join(known, ", ")

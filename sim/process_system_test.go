@@ -1,0 +1,122 @@
+package sim_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tenurelabs/tenure/sim"
+)
+
+func TestSplitCommandSplitsAsAShellWould(t *testing.T) {
+	for in, want := range map[string][]string{
+		`python3 instance.py`:             {"python3", "instance.py"},
+		`  node   a.js  --x=1 `:           {"node", "a.js", "--x=1"},
+		`sh -c 'echo "hi there"; exit 3'`: {"sh", "-c", `echo "hi there"; exit 3`},
+		`a "b c" d\ e`:                    {"a", "b c", "d e"},
+		`a "x\"y\\z\$\n" 'it''s'`:         {"a", `x"y\z$\n`, "its"},
+		`a '' ""`:                         {"a", "", ""},
+		`p $HOME *.py > out`:              {"p", "$HOME", "*.py", ">", "out"},
+		"a\\\nb":                          {"ab"},
+		`prog "with 'single' inside" 'and "double"'`: {"prog", "with 'single' inside", `and "double"`},
+	} {
+		got, err := sim.SplitCommand(in)
+		require.NoError(t, err, in)
+		require.Equal(t, want, got, in)
+	}
+	for in, want := range map[string]string{
+		``:          "the command is empty",
+		`   `:       "the command is empty",
+		`a 'b`:      "the ' quote at character 3 is never closed",
+		`a "b\"`:    `the " quote at character 3 is never closed`,
+		`trailing\`: "lone backslash",
+	} {
+		_, err := sim.SplitCommand(in)
+		require.ErrorContains(t, err, want, in)
+	}
+}
+
+// writeSystem writes a system file into a directory of its own and returns the directory.
+func writeSystem(t *testing.T, body string) string {
+	t.Helper()
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, sim.SystemFileName), []byte(body), 0o644))
+	return dir
+}
+
+func TestSystemFileIsReadWithItsPathsAndScripts(t *testing.T) {
+	dir := writeSystem(t, `{
+		"name": "my-lock", "description": "a lock of mine", "kind": "election",
+		"command": ["./run.sh", "--fast"], "dir": "bin", "env": {"PYTHONUNBUFFERED": "1"},
+		"ready_timeout_ms": 2500, "topology": "independent",
+		"capabilities": {"beliefs": true, "fencing": true, "faketime": false},
+		"scripts": [{"name": "my release", "source": "return redis.call('del', KEYS[1])", "op": "release", "ok": {"int": 1}}]
+	}`)
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "bin"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "bin", "run.sh"), []byte("#!/bin/sh\n"), 0o755))
+	for _, name := range []string{sim.ExecPrefix + dir, sim.ExecPrefix + filepath.Join(dir, sim.SystemFileName)} {
+		s, err := sim.Lookup(name)
+		require.NoError(t, err)
+		ps := s.(*sim.ProcessSystem)
+		require.Equal(t, "my-lock", ps.Name())
+		require.Equal(t, "election", ps.Kind())
+		require.Equal(t, "a lock of mine", ps.Description())
+		require.Equal(t, sim.TopologyIndependent, ps.Topology())
+		require.Equal(t, []string{filepath.Join(dir, "bin", "run.sh"), "--fast"}, ps.Command(), "a relative program is taken from dir")
+		require.Equal(t, name, ps.Ref())
+		require.True(t, ps.Capabilities().Beliefs)
+		op, ok := ps.Classify([]any{"eval", "return redis.call('del', KEYS[1])", "1", "poll:lease:ep-0", "me"}, int64(1), nil)
+		require.True(t, ok, "the file's own script is classified")
+		require.Equal(t, "release", string(op.Kind))
+		_, ok = ps.Classify(append([]any{"evalsha"}, sim.LibraryScripts()[0].SHA1[0], "1", "k", "v", "1000"), int64(1), nil)
+		require.True(t, ok, "the built-in catalogue comes with every process system")
+	}
+}
+
+// Every mistake in a system file is refused with the file's name and the field at fault.
+func TestSystemFileMistakesNameTheFileAndTheField(t *testing.T) {
+	good := `"name": "x", "kind": "lease", "command": ["sh"]`
+	for name, tc := range map[string]struct{ body, want string }{
+		"unknown field":        {`{` + good + `, "comand": ["sh"]}`, `unknown field "comand"`},
+		"unknown capability":   {`{` + good + `, "capabilities": {"fencng": true}}`, `unknown field "capabilities.fencng"`},
+		"unknown script field": {`{` + good + `, "scripts": [{"name": "a", "source": "x", "op": "read"}, {"nme": "b"}]}`, `unknown field "scripts[1].nme"`},
+		"bad script":           {`{` + good + `, "scripts": [{"name": "a", "source": "x", "op": "grab"}]}`, `field "scripts[0]": script "a": op "grab"`},
+		"missing name":         {`{"kind": "lease", "command": ["sh"]}`, `field "name": missing`},
+		"bad name":             {`{"name": "my lock", "kind": "lease", "command": ["sh"]}`, `field "name": "my lock"`},
+		"missing kind":         {`{"name": "x", "command": ["sh"]}`, `field "kind": missing`},
+		"bad kind":             {`{"name": "x", "kind": "leases", "command": ["sh"]}`, `field "kind": "leases": want "lease" or "election"`},
+		"missing command":      {`{"name": "x", "kind": "lease"}`, `field "command": missing`},
+		"empty command":        {`{"name": "x", "kind": "lease", "command": []}`, `field "command": missing`},
+		"command not found":    {`{"name": "x", "kind": "lease", "command": ["no-such-program-here"]}`, `field "command": cannot run "no-such-program-here"`},
+		"command a string":     {`{"name": "x", "kind": "lease", "command": "sh x"}`, `field "command": want []string, got a JSON string`},
+		"protocol variable":    {`{` + good + `, "env": {"TENURE_SEED": "1"}}`, `field "env": TENURE_SEED: TENURE_* variables are the protocol's`},
+		"bad topology":         {`{` + good + `, "topology": "sentinel"}`, `field "topology": "sentinel"`},
+		"ready timeout":        {`{` + good + `, "ready_timeout_ms": 0}`, `field "ready_timeout_ms": 0`},
+		"missing dir":          {`{` + good + `, "dir": "nope"}`, `field "dir"`},
+		"not JSON":             {`{` + good, `not valid JSON`},
+		"two values":           {`{` + good + `} {}`, `more than one JSON value`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := writeSystem(t, tc.body)
+			_, err := sim.Lookup(sim.ExecPrefix + dir)
+			require.Error(t, err)
+			require.Contains(t, err.Error(), filepath.Join(dir, sim.SystemFileName))
+			require.Contains(t, err.Error(), tc.want)
+		})
+	}
+	_, err := sim.Lookup(sim.ExecPrefix + filepath.Join(t.TempDir(), "missing"))
+	require.ErrorContains(t, err, "does not exist")
+}
+
+func TestExecSystemNeedsARunnableCommand(t *testing.T) {
+	s, err := sim.NewExecSystem(`sh -c 'exit 0'`, "")
+	require.NoError(t, err)
+	require.Equal(t, "lease", s.Kind())
+	require.Equal(t, `--exec 'sh -c '\''exit 0'\'''`, s.Ref())
+	_, err = sim.NewExecSystem("no-such-program-here --x", "lease")
+	require.ErrorContains(t, err, `cannot run "no-such-program-here"`)
+	require.False(t, strings.Contains(err.Error(), "field"), "a command line has no fields: %v", err)
+}
