@@ -153,6 +153,9 @@ func checkSystemName(name string) error {
 	case strings.HasPrefix(name, sim.ExecPrefix):
 		return fmt.Errorf("%w: %v", errUsage, err) // a system file's own trouble, said by the file
 	}
+	if why, ok := sim.Absent(name); ok {
+		return fmt.Errorf("%w: unknown system %q: %s", errUsage, name, why)
+	}
 	known := sim.Systems()
 	hint := "known: " + strings.Join(known, ", ")
 	if len(hint) > 60 {
