@@ -6,7 +6,7 @@ CI_REDIS  ?= server
 # A pinned seed keeps the gate reproducible; the soak suite explores other seeds.
 CI_SEED   ?= 1
 
-.PHONY: run test unit suite campaign bench lint build clean
+.PHONY: run test unit mutants suite campaign bench lint build clean
 
 build:
 	$(GO) build -o $(SIMRUN) ./cmd/simrun
@@ -18,11 +18,19 @@ build:
 run: build
 	$(SIMRUN) run --suite quick --redis auto
 
-## test: vet, every package's tests, then the whole ci suite against a real redis-server
-test: lint unit suite
+## test: vet, every package's tests, the mutants' tests, then the whole ci suite against a real
+##       redis-server
+test: lint unit mutants suite
 
 unit:
 	$(GO) test -count=1 -timeout 12m ./...
+
+## mutants: the checker-power tests (docs/mutants.md), built with the tag that adds the mutants; every
+##          test of a tagged file is named TestMutant...
+MUTANTS_TAG  := tenure_mutants
+MUTANTS_PKGS := ./internal/mutation ./lease ./election ./systems/reference ./sim
+mutants:
+	$(GO) test -count=1 -timeout 12m -tags $(MUTANTS_TAG) -run '^TestMutant' $(MUTANTS_PKGS)
 
 # An inconclusive scenario (nothing violated, but the harness itself ran too late to judge a timing
 # verdict) is run once more with the same seed; still inconclusive, simrun exits 3 and the target fails
@@ -71,6 +79,7 @@ lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) vet -tags $(MUTANTS_TAG) ./...
 
 clean:
 	rm -rf bin simrun-out

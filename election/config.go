@@ -11,7 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tenurelabs/tenure/clock"
-	"github.com/tenurelabs/tenure/internal/mutation"
 )
 
 // Config configures an Elector (and RunOnce). Start from DefaultConfig and set Role; New validates.
@@ -73,10 +72,8 @@ type Config struct {
 	// elector's goroutines: keep it short.
 	OnValidUntil func(term uint64, until time.Time)
 
-	// Mutations removes safety mechanisms, for this module's own checker-power tests (the mutants of
-	// internal/mutation: a mechanism no scenario can catch removing is an untested mechanism). Code
-	// outside the module cannot build a non-empty Set, so production electors always run whole.
-	Mutations mutation.Set
+	// variant is which of the safety mechanisms the elector runs without: none (mechanisms.go).
+	variant variant
 
 	_ struct{}
 }

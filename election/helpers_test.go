@@ -207,3 +207,13 @@ func stopAll(t testing.TB, es []*Elector) {
 		cancel()
 	}
 }
+
+// leaderReporting makes memBackend report its holder, as the real backends do.
+type leaderReporting struct{ *memBackend }
+
+func (b *leaderReporting) Leader(context.Context, string) (LeaderInfo, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	h := b.holders["r"]
+	return LeaderInfo{ID: h.id, Term: h.term}, nil
+}

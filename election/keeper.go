@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/tenurelabs/tenure/clock"
-	"github.com/tenurelabs/tenure/internal/mutation"
 )
 
 // keeper keeps one leadership alive: it renews every RenewInterval and ends the leadership at the local
@@ -96,8 +95,8 @@ func (k *keeper) run(sent time.Time) {
 			}
 			return
 		case <-deadline.C():
-			if k.cfg.Mutations.Has(mutation.ElectionNoCancel) {
-				continue // mutant: the leader acts on past its deadline, until a renewal fails
+			if !k.cancelsAtDeadline() {
+				continue
 			}
 			k.end(fmt.Errorf("%w: %w (role %q, term %d)", ErrLeadershipLost, ErrDeadline, k.cfg.Role, k.term))
 			return
@@ -112,15 +111,7 @@ func (k *keeper) run(sent time.Time) {
 			go func() {
 				octx, cancel := context.WithTimeout(ctx, k.cfg.OpTimeout)
 				defer cancel()
-				term := k.term
-				if k.cfg.Mutations.Has(mutation.ElectionTermUnchecked) {
-					// Mutant: renew whatever holding the instance has, as a renewal that compares
-					// only the instance would.
-					if info, err := k.b.Leader(octx, k.cfg.Role); err == nil && info.ID == k.cfg.InstanceID {
-						term = info.Term
-					}
-				}
-				err := k.b.Renew(octx, k.cfg.Role, k.cfg.InstanceID, term, k.cfg.TTL)
+				err := k.b.Renew(octx, k.cfg.Role, k.cfg.InstanceID, k.renewedTerm(octx), k.cfg.TTL)
 				results <- renewal{sent: sent, err: err}
 			}()
 		case r := <-results:
@@ -129,7 +120,7 @@ func (k *keeper) run(sent time.Time) {
 				k.end(fmt.Errorf("%w: renewal failed (role %q, term %d): %w", ErrLeadershipLost, k.cfg.Role, k.term, r.err))
 				return
 			}
-			if !k.cfg.deadline(r.sent).After(c.Now()) && !k.cfg.Mutations.Has(mutation.ElectionNoCancel) {
+			if !k.cfg.deadline(r.sent).After(c.Now()) && k.cancelsAtDeadline() {
 				k.end(fmt.Errorf("%w: %w: renewal confirmed too late (role %q, term %d)", ErrLeadershipLost, ErrDeadline, k.cfg.Role, k.term))
 				return
 			}

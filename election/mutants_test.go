@@ -1,3 +1,5 @@
+//go:build tenure_mutants
+
 package election
 
 import (
@@ -20,7 +22,7 @@ func TestMutantTermUncheckedRenewsAnotherHolding(t *testing.T) {
 			cfg := testConfig(t, "r", "a", 1)
 			cfg.StartJitter = 0
 			if mutant {
-				cfg.Mutations = mutation.Of(mutation.ElectionTermUnchecked)
+				cfg = WithMutants(cfg, mutation.ElectionTermUnchecked)
 			}
 			lost := make(chan error, 1)
 			cfg.OnStartedLeading = func(ctx context.Context, _ uint64) { <-ctx.Done(); lost <- context.Cause(ctx) }
@@ -47,16 +49,6 @@ func TestMutantTermUncheckedRenewsAnotherHolding(t *testing.T) {
 	}
 }
 
-// leaderReporting makes memBackend report its holder, as the real backends do.
-type leaderReporting struct{ *memBackend }
-
-func (b *leaderReporting) Leader(context.Context, string) (LeaderInfo, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	h := b.holders["r"]
-	return LeaderInfo{ID: h.id, Term: h.term}, nil
-}
-
 func TestMutantNoCancelOutlivesTheDeadline(t *testing.T) {
 	for _, mutant := range []bool{false, true} {
 		t.Run(map[bool]string{false: "reference", true: "mutant"}[mutant], func(t *testing.T) {
@@ -66,7 +58,7 @@ func TestMutantNoCancelOutlivesTheDeadline(t *testing.T) {
 			cfg.TTL, cfg.RenewInterval, cfg.OpTimeout, cfg.SafetyMargin = time.Second, 300*time.Millisecond, 200*time.Millisecond, 50*time.Millisecond
 			cfg.StartJitter = 0
 			if mutant {
-				cfg.Mutations = mutation.Of(mutation.ElectionNoCancel)
+				cfg = WithMutants(cfg, mutation.ElectionNoCancel)
 			}
 			ended := make(chan struct{})
 			cfg.OnStartedLeading = func(ctx context.Context, _ uint64) { <-ctx.Done(); close(ended) }
@@ -83,4 +75,16 @@ func TestMutantNoCancelOutlivesTheDeadline(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestMutantNamesAreChecked(t *testing.T) {
+	require.PanicsWithValue(t, `election: "no-deadline" is not a mutant of the election (see mutation.Mutants)`,
+		func() { WithMutants(DefaultConfig(), mutation.NoDeadline) })
+}
+
+// The mutant's Stop after Start's context ended releases nothing: the holding waits for its TTL.
+func TestMutantStopAfterCancelAbandons(t *testing.T) {
+	b, e := leaderThenCancelled(t, WithMutants(testConfig(t, "r", "a", 1), mutation.ElectionStopAfterCancelAbandons))
+	require.NoError(t, e.Stop(context.Background()))
+	require.True(t, b.held(), "the mutant's Stop releases nothing")
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-
-	"github.com/tenurelabs/tenure/internal/mutation"
 )
 
 // Shutting down as services do: the context given to Start is cancelled (signal.NotifyContext on
@@ -43,7 +41,7 @@ func (e *Elector) releaseLeftover(ctx context.Context) error {
 	lo := e.left
 	e.left = nil
 	e.mu.Unlock()
-	if lo == nil || e.cfg.Mutations.Has(mutation.ElectionStopAfterCancelAbandons) {
+	if lo == nil || !e.releasesLeftover() {
 		return nil
 	}
 	if lo.l != nil {

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/tenurelabs/tenure/internal/mutation"
 )
 
 // releaseWatching records, at each release, whether the leader's work had returned by then.
@@ -33,44 +31,38 @@ func (b *releaseWatching) held() bool {
 	return ok
 }
 
-// A Start context that ends releases nothing by itself (without Stop it is a crash); a Stop that
-// follows waits for the leader's work, then releases the holding. The mutant releases nothing.
-func TestStopAfterStartContextEndedReleases(t *testing.T) {
-	for _, mutant := range []bool{false, true} {
-		t.Run(map[bool]string{false: "reference", true: "mutant"}[mutant], func(t *testing.T) {
-			var workDone atomic.Bool
-			b := &releaseWatching{leaderReporting: &leaderReporting{newMemBackend()}, workDone: &workDone, released: make(chan bool, 4)}
-			cfg := testConfig(t, "r", "a", 1)
-			if mutant {
-				cfg.Mutations = mutation.Of(mutation.ElectionStopAfterCancelAbandons)
-			}
-			cfg.OnStartedLeading = func(ctx context.Context, _ uint64) {
-				<-ctx.Done()
-				time.Sleep(50 * time.Millisecond) // work that takes a moment to wind down
-				workDone.Store(true)
-			}
-			e, err := New(b, cfg)
-			require.NoError(t, err)
-			ctx, cancel := context.WithCancel(context.Background())
-			require.NoError(t, e.Start(ctx))
-			require.Eventually(t, e.IsLeader, 5*time.Second, time.Millisecond)
-
-			cancel()
-			<-e.Done()
-			require.False(t, e.IsLeader())
-			require.True(t, b.held(), "the cancelled context alone releases nothing")
-
-			require.NoError(t, e.Stop(context.Background()))
-			if mutant {
-				require.True(t, b.held(), "the mutant's Stop releases nothing")
-				return
-			}
-			require.False(t, b.held(), "Stop releases what the cancelled context left held")
-			require.True(t, <-b.released, "released only once the leader's work had returned")
-			require.NoError(t, e.Stop(context.Background()), "a second Stop finds nothing left")
-			require.Empty(t, b.released, "released once")
-		})
+// leaderThenCancelled starts an elector with cfg on a backend that records its releases, lets it lead,
+// then cancels Start's context: the elector is done, and the holding still in place.
+func leaderThenCancelled(t *testing.T, cfg Config) (*releaseWatching, *Elector) {
+	t.Helper()
+	b := &releaseWatching{leaderReporting: &leaderReporting{newMemBackend()}, workDone: &atomic.Bool{}, released: make(chan bool, 4)}
+	cfg.OnStartedLeading = func(ctx context.Context, _ uint64) {
+		<-ctx.Done()
+		time.Sleep(50 * time.Millisecond) // work that takes a moment to wind down
+		b.workDone.Store(true)
 	}
+	e, err := New(b, cfg)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	require.NoError(t, e.Start(ctx))
+	require.Eventually(t, e.IsLeader, 5*time.Second, time.Millisecond)
+
+	cancel()
+	<-e.Done()
+	require.False(t, e.IsLeader())
+	require.True(t, b.held(), "the cancelled context alone releases nothing")
+	return b, e
+}
+
+// A Start context that ends releases nothing by itself (without Stop it is a crash); a Stop that
+// follows waits for the leader's work, then releases the holding.
+func TestStopAfterStartContextEndedReleases(t *testing.T) {
+	b, e := leaderThenCancelled(t, testConfig(t, "r", "a", 1))
+	require.NoError(t, e.Stop(context.Background()))
+	require.False(t, b.held(), "Stop releases what the cancelled context left held")
+	require.True(t, <-b.released, "released only once the leader's work had returned")
+	require.NoError(t, e.Stop(context.Background()), "a second Stop finds nothing left")
+	require.Empty(t, b.released, "released once")
 }
 
 // lostAcquire grants the role, then withholds the reply until the caller's context ends, as a reply

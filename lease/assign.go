@@ -156,24 +156,3 @@ func mix64(x uint64) uint64 {
 	x ^= x >> 31
 	return x
 }
-
-// assignPlain is rendezvous hashing without the load cap: every endpoint goes to the instance with
-// the highest weight. Only the plain-rendezvous mutant uses it.
-func assignPlain(instances, endpoints []string) map[string]string {
-	insts := dedupe(instances)
-	out := make(map[string]string, len(endpoints))
-	if len(insts) == 0 {
-		return out
-	}
-	for _, e := range dedupe(endpoints) {
-		eh := hash64(e)
-		best, bestScore := "", uint64(0)
-		for _, id := range insts {
-			if s := mix64(eh ^ mix64(hash64(id))); best == "" || s > bestScore {
-				best, bestScore = id, s
-			}
-		}
-		out[e] = best
-	}
-	return out
-}

@@ -11,7 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tenurelabs/tenure/clock"
-	"github.com/tenurelabs/tenure/internal/mutation"
 )
 
 // Poll is one visit to an endpoint the manager holds.
@@ -108,10 +107,8 @@ type Config struct {
 	// current time (so runs are not reproducible unless a seeded Rand is given). Used under a lock.
 	Rand *rand.Rand
 
-	// Mutations removes safety mechanisms, one at a time, for the module's own checker-power tests
-	// (each mutant must be caught by the chaos harness). Code outside this module cannot build a
-	// non-empty set, so it always runs the unmodified manager.
-	Mutations mutation.Set
+	// variant is which of the safety mechanisms the manager runs without: none (mechanisms.go).
+	variant variant
 
 	_ struct{}
 }

@@ -1,10 +1,6 @@
 package lease
 
-import (
-	"time"
-
-	"github.com/tenurelabs/tenure/internal/mutation"
-)
+import "time"
 
 // validity is how long a confirmation is believed, counted from its base time (the send time of the
 // request it answers): LeaseTTL shrunk by the drift bound, less the safety margin. Redis counts the
@@ -34,21 +30,12 @@ func confirmedDeadline(cur, sent, replied time.Time, valid time.Duration) (deadl
 	return cur, true
 }
 
-// validityFor is the manager's validity, with the drift mutant's change when it is switched on.
+// validityFor is the manager's validity.
 func (m *Manager) validityFor() time.Duration {
-	drift := m.cfg.DriftBound
-	if m.cfg.Mutations.Has(mutation.DriftIgnored) {
-		drift = 0
-	}
-	return validity(m.cfg.LeaseTTL, drift, m.cfg.SafetyMargin)
+	return validity(m.cfg.LeaseTTL, m.driftBound(), m.cfg.SafetyMargin)
 }
 
-// confirm applies confirmedDeadline to a call, counting from its send time (or, in the
-// deadline-from-reply mutant, from its reply).
+// confirm applies confirmedDeadline to a call, counting from its send time.
 func (m *Manager) confirm(cur time.Time, sc *scriptCall) (time.Time, bool) {
-	base := sc.sent
-	if m.cfg.Mutations.Has(mutation.DeadlineFromReply) {
-		base = sc.replied
-	}
-	return confirmedDeadline(cur, base, sc.replied, m.validityFor())
+	return confirmedDeadline(cur, m.countsFrom(sc), sc.replied, m.validityFor())
 }

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/tenurelabs/tenure/internal/mutation"
 )
 
 // Coalescing of fleet notifications. Every instance that starts announces itself ("join"), and every
@@ -314,9 +312,6 @@ const prepareLead = 100 * time.Millisecond
 // takeover's path. The heartbeats are due only when an instance missed its heartbeats for most of a
 // HeartbeatTTL (every ordinary round reads them again), so the work is rarely wasted.
 func (m *Manager) prepareTakeover() {
-	if m.mut.Has(mutation.PlainRendezvous) {
-		return
-	}
 	d := &m.disc
 	d.mu.Lock()
 	first := firstOf(d.expiry)

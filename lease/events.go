@@ -4,8 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"time"
-
-	"github.com/tenurelabs/tenure/internal/mutation"
 )
 
 // EventKind names a change of ownership belief.
@@ -65,7 +63,7 @@ type Event struct {
 func (m *Manager) emitLocked(kind EventKind, h *holding, reason string) {
 	at := m.clock.Now()
 	var until time.Time
-	if (kind == EventAcquired || kind == EventRenewed) && !m.mut.Has(mutation.NoDeadline) {
+	if (kind == EventAcquired || kind == EventRenewed) && m.keepsDeadline() {
 		until = h.deadline
 	}
 	if kind == EventRenewed {

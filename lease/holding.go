@@ -5,8 +5,6 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
-
-	"github.com/tenurelabs/tenure/internal/mutation"
 )
 
 // epState is what this instance is doing with one endpoint. Only the transitions below write the
@@ -55,7 +53,6 @@ type holding struct {
 	epochAt  time.Time     // cluster layout: when the last call that set the epoch key's TTL was sent (guard.go)
 	ended    bool          // the belief has ended
 	handoff  string        // non-empty: release after the in-flight poll, with this reason
-	released bool          // the release was already sent (release-before-poll mutant)
 	wake     chan struct{} // handoff or stop requested
 	// polling is set (with Manager.mu held) when a poll is about to be made and cleared when it has
 	// returned: Stop releases at once a holding with no poll in flight.
@@ -73,11 +70,8 @@ func (h *holding) signal() {
 // (the manager's start time and an attempt counter), so that a late or re-sent renewal or release of
 // an earlier holding can never touch this one. m.mu must be held.
 func (m *Manager) newValueLocked() string {
-	if m.mut.Has(mutation.ProcessIdentity) {
-		return m.id
-	}
 	m.attempts++
-	return m.id + ":" + m.boot + "." + strconv.FormatUint(m.attempts, 36)
+	return m.holdingValue(m.boot + "." + strconv.FormatUint(m.attempts, 36))
 }
 
 // slotLocked returns ep's slot, creating a free one. m.mu must be held.
@@ -113,7 +107,7 @@ func (m *Manager) startHoldingLocked(s *slot, endpoint string, token uint64, dea
 	m.heldCount++
 	m.emitLocked(EventAcquired, h, ReasonAcquired)
 	m.polls.Add(1)
-	if !m.mut.Has(mutation.NoDeadline) {
+	if m.keepsDeadline() {
 		m.polls.Add(1)
 		go m.watchdog(h)
 	}
@@ -153,7 +147,7 @@ func (m *Manager) extendLocked(h *holding, sc *scriptCall) {
 		return
 	}
 	nd, ok := m.confirm(h.deadline, sc)
-	if !ok && !m.mut.Has(mutation.NoDeadline) {
+	if !ok && m.keepsDeadline() {
 		m.endLocked(h, EventExpired, ReasonExpired, ErrExpired, epFree, true)
 		return
 	}
@@ -208,7 +202,7 @@ func (m *Manager) pollLoop(h *holding) {
 			m.endLocked(h, EventReleased, ReasonStopped, ErrReleased, epReleasing, false)
 			rel := m.stopRel
 			m.mu.Unlock()
-			if !h.released {
+			if !m.releaseSent(h) {
 				rel.add(h) // now, not once the instance's other polls have ended (stop.go)
 			}
 			return
@@ -218,11 +212,11 @@ func (m *Manager) pollLoop(h *holding) {
 		case h.handoff != "":
 			m.endLocked(h, EventReleased, h.handoff, ErrReleased, epReleasing, false)
 			m.mu.Unlock()
-			if !h.released {
+			if !m.releaseSent(h) {
 				m.releaseQueued(h)
 			}
 			return
-		case !m.mut.Has(mutation.NoDeadline) && !m.clock.Now().Before(h.deadline):
+		case m.keepsDeadline() && !m.clock.Now().Before(h.deadline):
 			m.endLocked(h, EventExpired, ReasonExpired, ErrExpired, epFree, true)
 			m.mu.Unlock()
 			return

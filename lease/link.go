@@ -5,8 +5,6 @@ import (
 	"maps"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/tenurelabs/tenure/internal/mutation"
 )
 
 // The health of this instance's link to Redis.
@@ -60,7 +58,7 @@ func (m *Manager) linkHealthy() bool {
 //
 // Per-primary link health (m.cc set) ignores it: see the top of this file and noteBatch.
 func (m *Manager) noteErr(op string, err error) {
-	if !linkFailure(err) || m.runCtx.Err() != nil || m.mut.Has(mutation.NoLinkHealth) || m.cc != nil {
+	if !linkFailure(err) || m.runCtx.Err() != nil || m.cc != nil || !m.watchesLink() {
 		return
 	}
 	m.mu.Lock()
@@ -94,7 +92,7 @@ func (m *Manager) noteBatch(op string, calls []*scriptCall) {
 
 // noteNodeDown marks the primary at addr down after the call named op, on key, ended without a reply.
 func (m *Manager) noteNodeDown(op, addr, key string, err error) {
-	if m.runCtx.Err() != nil || m.mut.Has(mutation.NoLinkHealth) {
+	if m.runCtx.Err() != nil || !m.watchesLink() {
 		return
 	}
 	m.mu.Lock()

@@ -15,7 +15,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tenurelabs/tenure/clock"
-	"github.com/tenurelabs/tenure/internal/mutation"
 )
 
 // lifecycle is the manager's state. Its transitions are guarded by Manager.mu:
@@ -45,7 +44,6 @@ type Manager struct {
 	keys    keys
 	metrics *metrics
 	targets TargetSource
-	mut     mutation.Set
 
 	randMu sync.Mutex
 	rand   *rand.Rand
@@ -159,7 +157,6 @@ func New(client redis.UniversalClient, cfg Config) (*Manager, error) {
 		keys:         newKeys(cfg.KeyPrefix, cfg.KeyLayout),
 		metrics:      met,
 		targets:      cfg.Targets,
-		mut:          cfg.Mutations,
 		rand:         cfg.Rand,
 		slots:        make(map[string]*slot),
 		assigned:     make(map[string]bool),
@@ -195,7 +192,7 @@ func (m *Manager) Held() []string {
 	now := m.clock.Now()
 	var out []string
 	for ep, s := range m.slots {
-		if h := s.h; h != nil && !h.ended && (m.mut.Has(mutation.NoDeadline) || now.Before(h.deadline)) {
+		if h := s.h; h != nil && !h.ended && (!m.keepsDeadline() || now.Before(h.deadline)) {
 			out = append(out, ep)
 		}
 	}
@@ -417,7 +414,7 @@ func (m *Manager) heartbeatTick() {
 	m.hbMu.Lock()
 	defer m.hbMu.Unlock()
 	m.mu.Lock()
-	ok := (m.state == stateRunning || m.mut.Has(mutation.StopHeartbeatRewrite)) && (!m.unhealthy || m.mut.Has(mutation.NoLinkHealth))
+	ok := m.heartbeatLive() && !m.unhealthy
 	m.mu.Unlock()
 	if !ok {
 		return // the probe loop writes the heartbeat once the link answers again

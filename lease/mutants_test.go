@@ -1,3 +1,5 @@
+//go:build tenure_mutants
+
 package lease
 
 import (
@@ -68,9 +70,9 @@ func TestMutantsRun(t *testing.T) {
 		},
 		mutation.RenewUnconditional: sends("pexpire"),
 		mutation.ReleaseUnchecked:   nil, // checked after Stop below
-		mutation.NoGuard:            sends("evalsha:" + mutantAcquireNoGuard.Hash()),
+		mutation.NoGuard:            sends("evalsha:" + acquireNoGuard.Hash()),
 		mutation.NotFailClosed:      nil,
-		mutation.TokenReset:         sends("evalsha:" + mutantAcquireTokenReset.Hash()),
+		mutation.TokenReset:         sends("evalsha:" + acquireTokenReset.Hash()),
 		mutation.DriftIgnored:       nil,
 		mutation.DeadlineFromReply:  nil,
 		mutation.NoLinkHealth:       nil,
@@ -79,13 +81,18 @@ func TestMutantsRun(t *testing.T) {
 			require.Equal(t, m.ID(), c.Get(context.Background(), "poll:lease:x").Val())
 		},
 		mutation.PlainRendezvous:      nil,
-		mutation.AcquireNotIdempotent: sends("evalsha:" + mutantAcquireNotIdempotent.Hash()),
+		mutation.AcquireNotIdempotent: sends("evalsha:" + acquireNotIdempotent.Hash()),
 		mutation.TimeoutAsSuccess:     nil,
 		// The lifecycle mutants differ only when Stop comes after Start's context ended, during Start,
-		// or while a heartbeat is due (TestLifecycleMutants, and the scenarios): a plain Stop releases.
+		// or while a heartbeat is due (TestMutantsOfLifecycle, and the scenarios): a plain Stop releases.
 		mutation.StopAfterCancelAbandons:  nil,
 		mutation.StopHeartbeatRewrite:     nil,
 		mutation.StopDuringStartUnguarded: nil,
+	}
+	for _, mu := range mutation.Mutants {
+		if _, ok := cases[mu.Name]; mu.Of == mutation.Lease && !ok {
+			t.Errorf("lease mutant %s has no case here", mu.Name)
+		}
 	}
 	for n, chk := range cases {
 		t.Run(string(n), func(t *testing.T) {
@@ -98,7 +105,7 @@ func TestMutantsRun(t *testing.T) {
 			}
 			cfg := testConfig()
 			cfg.Targets = StaticTargets{"x", "y"}
-			cfg.Mutations = mutation.Of(n)
+			cfg = WithMutants(cfg, n)
 			f := newFleet(t, srv.Addr(), cfg)
 			l := &cmdLog{seen: map[string]int{}}
 			m := f.startAt("a", srv.Addr(), l)
@@ -122,7 +129,7 @@ func TestMutantsRun(t *testing.T) {
 	}
 }
 
-func TestAssignPlainIgnoresLoad(t *testing.T) {
+func TestMutantPlainRendezvousIgnoresLoad(t *testing.T) {
 	insts := []string{"a", "b", "c"}
 	eps := endpoints(60)
 	plain := assignPlain(insts, eps)
@@ -140,7 +147,7 @@ func TestAssignPlainIgnoresLoad(t *testing.T) {
 
 // The lifecycle mutants bring back what Stop did before its transitions were guarded: after Start's
 // context was cancelled it releases nothing, and during Start it panics.
-func TestLifecycleMutants(t *testing.T) {
+func TestMutantsOfLifecycle(t *testing.T) {
 	t.Run(string(mutation.StopAfterCancelAbandons), func(t *testing.T) {
 		t.Parallel()
 		srv := redistest.Start(t)
@@ -148,7 +155,7 @@ func TestLifecycleMutants(t *testing.T) {
 		require.NoError(t, MarkEstablished(context.Background(), c, "poll:"))
 		cfg := testConfig()
 		cfg.Targets = StaticTargets{"x", "y"}
-		cfg.Mutations = mutation.Of(mutation.StopAfterCancelAbandons)
+		cfg = WithMutants(cfg, mutation.StopAfterCancelAbandons)
 		m := newFleet(t, srv.Addr(), cfg).build("a")
 		sig, cancel := context.WithCancel(context.Background())
 		require.NoError(t, m.Start(sig))
@@ -161,7 +168,7 @@ func TestLifecycleMutants(t *testing.T) {
 		t.Parallel()
 		srv := redistest.Start(t)
 		cfg := testConfig()
-		cfg.Mutations = mutation.Of(mutation.StopDuringStartUnguarded)
+		cfg = WithMutants(cfg, mutation.StopDuringStartUnguarded)
 		g := newGate(func(args []any) bool { return argsHave(args, "load") }) // the first call of Start
 		g.honour = true
 		g.armed.Store(true)
@@ -183,4 +190,37 @@ func TestLifecycleMutants(t *testing.T) {
 			t.Fatal("Start did not return after its context ended")
 		}
 	})
+}
+
+// The deadline mutants each drop one term of the deadline: the drift bound, or the send time.
+func TestMutantDeadlineArithmetic(t *testing.T) {
+	cfg := validConfig()
+	cfg.LeaseTTL, cfg.DriftBound, cfg.SafetyMargin = 30*time.Second, 0.1, time.Second
+	t0 := time.Unix(1000, 0)
+	sc := &scriptCall{sent: t0, replied: t0.Add(2 * time.Second)}
+	deadline := func(muts ...mutation.Name) time.Time {
+		m, err := New(newClient(t, "127.0.0.1:1"), WithMutants(cfg, muts...))
+		require.NoError(t, err)
+		d, ok := m.confirm(time.Time{}, sc)
+		require.True(t, ok)
+		return d
+	}
+	require.Equal(t, t0.Add(26*time.Second), deadline(), "sent + TTL*(1-drift) - margin")
+	require.Equal(t, t0.Add(29*time.Second), deadline(mutation.DriftIgnored))
+	require.Equal(t, t0.Add(28*time.Second), deadline(mutation.DeadlineFromReply))
+}
+
+// The acquire variants are listed with the reference's scripts, as acquires, so that the commands of a
+// mutant are classified like the reference's.
+func TestMutantScriptsListed(t *testing.T) {
+	names := ScriptNames()
+	require.Len(t, names, 6, "three scripts and three acquire variants")
+	for _, s := range []*redis.Script{acquireNoGuard, acquireTokenReset, acquireNotIdempotent} {
+		require.Equal(t, "acquire", names[s.Hash()])
+	}
+}
+
+func TestMutantNamesAreChecked(t *testing.T) {
+	require.PanicsWithValue(t, `lease: "election-no-cancel" is not a mutant of the lease manager (see mutation.Mutants)`,
+		func() { WithMutants(DefaultConfig(), mutation.ElectionNoCancel) })
 }

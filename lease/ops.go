@@ -10,34 +10,19 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/tenurelabs/tenure/internal/mutation"
 )
 
 func (m *Manager) acquireCall(endpoint, value string) *scriptCall {
-	script := acquireScript
-	switch {
-	case m.mut.Has(mutation.NoGuard):
-		script = mutantAcquireNoGuard
-	case m.mut.Has(mutation.TokenReset):
-		script = mutantAcquireTokenReset
-	case m.mut.Has(mutation.AcquireNotIdempotent):
-		script = mutantAcquireNotIdempotent
-	}
 	return m.withWait(&scriptCall{
-		script: script,
+		script: m.acquireWith(),
 		keys:   []string{m.keys.lease(endpoint), m.keys.fence(endpoint), m.keys.epoch(endpoint)},
 		args:   m.acquireArgs(value),
 	})
 }
 
 func (m *Manager) renewCall(endpoint, value string) *scriptCall {
-	if m.mut.Has(mutation.RenewUnconditional) {
-		key, ttl := m.keys.lease(endpoint), m.cfg.LeaseTTL
-		return &scriptCall{plain: func(ctx context.Context, p redis.Pipeliner) func() (int64, error) {
-			c := p.PExpire(ctx, key, ttl)
-			return func() (int64, error) { ok, err := c.Result(); return b2i(ok), err }
-		}}
+	if sc := m.renewOverride(endpoint); sc != nil {
+		return sc
 	}
 	return m.withWait(&scriptCall{
 		script: renewScript,
@@ -52,15 +37,8 @@ func (m *Manager) releaseCall(endpoint, value string, announce bool) *scriptCall
 	if announce {
 		channel, msg = m.keys.channel(), "release "+m.id+" "+endpoint
 	}
-	if m.mut.Has(mutation.ReleaseUnchecked) {
-		key := m.keys.lease(endpoint)
-		return &scriptCall{plain: func(ctx context.Context, p redis.Pipeliner) func() (int64, error) {
-			c := p.Del(ctx, key)
-			if channel != "" {
-				p.Publish(ctx, channel, msg)
-			}
-			return c.Result
-		}}
+	if sc := m.releaseOverride(endpoint, channel, msg); sc != nil {
+		return sc
 	}
 	return &scriptCall{
 		script: releaseScript,
@@ -104,7 +82,7 @@ func (m *Manager) acquirePass() {
 	defer m.acquireMu.Unlock()
 
 	m.mu.Lock()
-	if m.state != stateRunning || (m.unhealthy && !m.mut.Has(mutation.NoLinkHealth)) {
+	if m.state != stateRunning || m.unhealthy {
 		m.mu.Unlock()
 		return
 	}
@@ -119,14 +97,9 @@ func (m *Manager) acquirePass() {
 			if !m.targetSet[ep] {
 				h.handoff = ReasonTargetRemoved
 			}
-			if m.mut.Has(mutation.ReleaseBeforePoll) {
-				h.released = true
-				s.state = epReleasing
-				m.polls.Add(1)
-				go func() { defer m.polls.Done(); m.release(h) }()
-			}
+			m.handoffOverride(s, h)
 			h.signal()
-		case m.assigned[ep] && h.handoff != "" && !h.released:
+		case m.assigned[ep] && h.handoff != "":
 			h.handoff = "" // assigned back before the handoff took effect: keep it
 		}
 	}
@@ -188,7 +161,7 @@ func (m *Manager) acquirePass() {
 func (m *Manager) acquireSome(eps []string, refused *[]string, guarded *[]string) bool {
 	skip := m.onDownNodes(eps) // per-primary link health: nothing goes to a primary marked down
 	m.mu.Lock()
-	if m.state != stateRunning || (m.unhealthy && !m.mut.Has(mutation.NoLinkHealth)) {
+	if m.state != stateRunning || m.unhealthy {
 		m.mu.Unlock()
 		return false
 	}
@@ -250,7 +223,7 @@ func (m *Manager) acquireSome(eps []string, refused *[]string, guarded *[]string
 	defer m.mu.Unlock()
 	// One epoch guards every endpoint in the single layout, so its refusal ends the pass; in the
 	// cluster layout each endpoint has its own.
-	return m.state == stateRunning && !(m.unhealthy && !m.mut.Has(mutation.NoLinkHealth)) && (len(*guarded) == 0 || m.keys.cluster)
+	return m.state == stateRunning && !m.unhealthy && (len(*guarded) == 0 || m.keys.cluster)
 }
 
 // settleAcquireLocked applies the reply of sc, the acquire of ep (rels: the releases of its stale
@@ -314,7 +287,7 @@ func (m *Manager) settleAcquireLocked(ep string, sc *scriptCall, rels []staleRel
 // and in Redis.
 func (m *Manager) renewPass() {
 	m.mu.Lock()
-	if m.state == stateDone || (m.unhealthy && !m.mut.Has(mutation.NoLinkHealth)) {
+	if m.state == stateDone || m.unhealthy {
 		m.mu.Unlock()
 		return
 	}
@@ -328,16 +301,13 @@ func (m *Manager) renewPass() {
 	if len(hs) == 0 {
 		return
 	}
-	if m.mut.Has(mutation.RenewGetThenExpire) {
-		calls := m.renewGetThenExpire(hs)
-		m.noteBatch("renew", calls)
-		m.settleRenewals(hs, calls)
+	if m.renewPassOverride(hs) {
 		return
 	}
 	for lo := 0; lo < len(hs); lo += acquireChunk {
 		part := hs[lo:min(lo+acquireChunk, len(hs))]
 		m.mu.Lock()
-		if lo > 0 && (m.state == stateDone || (m.unhealthy && !m.mut.Has(mutation.NoLinkHealth))) {
+		if lo > 0 && (m.state == stateDone || m.unhealthy) {
 			m.mu.Unlock()
 			return
 		}
@@ -412,13 +382,13 @@ func (m *Manager) settleRenewals(hs []*holding, calls []*scriptCall) {
 		h := hs[i]
 		switch {
 		case h.ended:
-		case sc.err != nil && m.mut.Has(mutation.TimeoutAsSuccess) && isTimeout(sc.err):
+		case sc.err != nil && m.timeoutConfirms(sc.err):
 			m.extendLocked(h, sc)
 		case sc.err != nil:
 			m.metrics.renewFailed()
 			m.log.Warn("lease: renew failed", "instance", m.id, "endpoint", h.endpoint, "token", h.token, "err", sc.err)
-			if m.mut.Has(mutation.NotFailClosed) {
-				continue // the belief lasts until its local deadline
+			if !m.failsClosed() {
+				continue
 			}
 			ended = m.endLocked(h, EventLost, ReasonRenewFailed, ErrRenewFailed, epFree, true) || ended
 		case sc.res == 1:
@@ -430,43 +400,6 @@ func (m *Manager) settleRenewals(hs []*holding, calls []*scriptCall) {
 	if ended {
 		m.kick(m.acquireKick) // try to get them back
 	}
-}
-
-// renewGetThenExpire is the renew-get-then-expire mutant's renewal: GET every lease, compare in the
-// client, then PEXPIRE those that matched, in two round trips (not atomic). The deadline still counts
-// from the first send.
-func (m *Manager) renewGetThenExpire(hs []*holding) []*scriptCall {
-	gets := make([]*scriptCall, len(hs))
-	for i, h := range hs {
-		key, value := m.keys.lease(h.endpoint), h.value
-		gets[i] = &scriptCall{plain: func(ctx context.Context, p redis.Pipeliner) func() (int64, error) {
-			c := p.Get(ctx, key)
-			return func() (int64, error) { v, err := c.Result(); return b2i(err == nil && v == value), err }
-		}}
-	}
-	octx, cancel := m.opCtx()
-	defer cancel()
-	runBatch(octx, m.client, m.clock.Now, gets)
-	var exps []*scriptCall
-	for i, g := range gets {
-		if g.err == nil && g.res == 1 {
-			key, ttl := m.keys.lease(hs[i].endpoint), m.cfg.LeaseTTL
-			exps = append(exps, &scriptCall{plain: func(ctx context.Context, p redis.Pipeliner) func() (int64, error) {
-				c := p.PExpire(ctx, key, ttl)
-				return func() (int64, error) { ok, err := c.Result(); return b2i(ok), err }
-			}})
-		}
-	}
-	runBatch(octx, m.client, m.clock.Now, exps)
-	j := 0
-	for _, g := range gets {
-		if g.err == nil && g.res == 1 {
-			e := exps[j]
-			j++
-			g.res, g.err, g.replied = e.res, e.err, e.replied
-		}
-	}
-	return gets
 }
 
 func isTimeout(err error) bool {
@@ -540,16 +473,7 @@ func (m *Manager) refreshRound(due bool) error {
 		m.shareMu.Lock()
 		m.share.update(targets)
 		targetSet = m.share.set
-		if m.mut.Has(mutation.PlainRendezvous) {
-			assigned = make(map[string]bool)
-			for ep, owner := range assignPlain(insts, targets) {
-				if owner == m.id {
-					assigned[ep] = true
-				}
-			}
-		} else {
-			assigned = m.share.assigned(insts, m.id)
-		}
+		assigned = m.assignedHere(insts, targets)
 		m.shareMu.Unlock()
 	}
 

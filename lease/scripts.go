@@ -4,6 +4,7 @@ import (
 	"context"
 	"embed"
 	"errors"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -38,13 +39,8 @@ var (
 	// sessionsVersionScript reads SessionSource's change counter and the server's run_id (read only).
 	sessionsVersionScript = redis.NewScript(scriptSource("sessions_version"))
 
-	// Variants of acquire for the checker-power mutants (Config.Mutations), each with one mechanism
-	// removed. Production code never sends them.
+	// establishScript creates the dataset epoch key with the guard already over (MarkEstablished).
 	establishScript = redis.NewScript(scriptSource("establish"))
-
-	mutantAcquireNoGuard       = redis.NewScript(scriptSource("mutant_acquire_no_guard"))
-	mutantAcquireTokenReset    = redis.NewScript(scriptSource("mutant_acquire_token_reset"))
-	mutantAcquireNotIdempotent = redis.NewScript(scriptSource("mutant_acquire_not_idempotent"))
 )
 
 // Scripts returns the Lua source of the lease operations by name ("acquire", "renew", "release"), for
@@ -76,17 +72,13 @@ func Scripts() map[string]string {
 }
 
 // ScriptNames maps the SHA1 of each script to its name, for tools that see EVALSHA or EVAL commands
-// (hash the EVAL source). It also lists the acquire variants of the module's checker-power mutants,
-// under the name "acquire": they keep its conventions.
-func ScriptNames() map[string]string {
-	return map[string]string{
-		acquireScript.Hash():              "acquire",
-		renewScript.Hash():                "renew",
-		releaseScript.Hash():              "release",
-		mutantAcquireNoGuard.Hash():       "acquire",
-		mutantAcquireTokenReset.Hash():    "acquire",
-		mutantAcquireNotIdempotent.Hash(): "acquire",
-	}
+// (hash the EVAL source).
+func ScriptNames() map[string]string { return maps.Clone(scriptNames) }
+
+var scriptNames = map[string]string{
+	acquireScript.Hash(): "acquire",
+	renewScript.Hash():   "renew",
+	releaseScript.Hash(): "release",
 }
 
 // ReadScripts maps the SHA1 of each script that only reads (it writes no key) to its name:
@@ -168,8 +160,9 @@ type scriptCall struct {
 	script *redis.Script
 	keys   []string
 	args   []any
-	// plain, when set, replaces the script by plain commands queued on the pipeline (the mutants, and
-	// the epoch refresh of guard.go); the returned function reads the result once the pipeline has run.
+	// plain, when set, replaces the script by plain commands queued on the pipeline (the epoch refresh
+	// of guard.go, Stop's heartbeat delete and announcement); the returned function reads the result
+	// once the pipeline has run.
 	plain func(ctx context.Context, p redis.Pipeliner) func() (int64, error)
 	// wait, when positive, is Config.WaitReplicas for a grant or renewal: the batch ends with WAIT,
 	// and a write it does not report on wait replicas fails with ErrNotReplicated (wait.go).

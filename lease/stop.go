@@ -7,8 +7,6 @@ import (
 	"sync"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/tenurelabs/tenure/internal/mutation"
 )
 
 // Stopping. A graceful stop hands each endpoint over at its own limit: an endpoint with a poll in
@@ -49,15 +47,15 @@ import (
 // heartbeat and notifies the fleet. It returns ErrNotRunning if the manager never ran or was already
 // stopped.
 func (m *Manager) Stop(ctx context.Context) error {
+	if ok, err := m.stopOverride(ctx); ok {
+		return err
+	}
 	m.mu.Lock()
 	switch m.state {
 	case stateNew:
 		m.mu.Unlock()
 		return ErrNotRunning
 	case stateStarting:
-		if m.mut.Has(mutation.StopDuringStartUnguarded) {
-			break // the running path, as before Start and Stop were guarded
-		}
 		m.state = stateStopping
 		m.mu.Unlock()
 		m.runCancel(ErrReleased)
@@ -68,10 +66,6 @@ func (m *Manager) Stop(ctx context.Context) error {
 		m.mu.Unlock()
 		return m.stopped(0, m.leave(ctx, nil, nil).wait())
 	case stateDone:
-		if m.crashed && m.mut.Has(mutation.StopAfterCancelAbandons) {
-			m.mu.Unlock()
-			return errors.Join(ErrNotRunning, context.Cause(m.runCtx))
-		}
 		if !m.crashed || m.cleaned {
 			m.mu.Unlock()
 			return ErrNotRunning
@@ -88,12 +82,7 @@ func (m *Manager) Stop(ctx context.Context) error {
 	m.stopRel = rel
 	idle := m.endIdleLocked()
 	m.mu.Unlock()
-	var left *leaving
-	if m.mut.Has(mutation.StopHeartbeatRewrite) {
-		rel.add(idle...)
-	} else {
-		left = m.leave(ctx, rel, idle)
-	}
+	left := m.leave(ctx, rel, idle)
 
 	m.acquireMu.Lock() // no acquire pass in flight from here on
 	m.acquireMu.Unlock()
@@ -108,9 +97,6 @@ func (m *Manager) Stop(ctx context.Context) error {
 	select {
 	case <-done:
 	case <-m.runCtx.Done(): // Start's context ended (the crash watcher may not have run yet)
-		if m.mut.Has(mutation.StopAfterCancelAbandons) {
-			break
-		}
 		m.mu.Lock()
 		m.crashed = true
 		m.dropLocked()
@@ -125,16 +111,11 @@ func (m *Manager) Stop(ctx context.Context) error {
 		m.mu.Unlock()
 		<-done // the poll loops end their holdings (Stopping) and queue their releases
 	}
-	if m.mut.Has(mutation.StopAfterCancelAbandons) && m.runCtx.Err() != nil {
-		return errors.Join(ErrNotRunning, context.Cause(m.runCtx)) // as before the fix: the crash wins
-	}
 	m.mu.Lock()
 	m.state = stateDone
 	m.cleaned = true
 	m.mu.Unlock()
-	if m.unwatch != nil || m.mut.Has(mutation.StopDuringStartUnguarded) {
-		m.unwatch() // nil while Start runs: the mutant panics here, as Stop did before the guard
-	}
+	m.unwatch()
 	return m.finish(ctx, rel, left)
 }
 
@@ -146,7 +127,7 @@ func (m *Manager) endIdleLocked() []*holding {
 		h := s.h
 		switch {
 		case h == nil || h.ended:
-		case h.polling.Load() || h.released:
+		case h.polling.Load() || m.releaseSent(h):
 			h.signal()
 		default:
 			m.endLocked(h, EventReleased, ReasonStopped, ErrReleased, epReleasing, false)
@@ -169,26 +150,6 @@ func (m *Manager) finish(ctx context.Context, rel *stopReleases, left *leaving) 
 	m.stopRelease = nil
 	m.mu.Unlock()
 	rel.add(rest...)
-	if m.mut.Has(mutation.StopHeartbeatRewrite) {
-		// As before the fix: the heartbeat is deleted beside the releases and the stop announced
-		// after them, while the background loops (the heartbeat's among them) still run; only then
-		// do they end.
-		var delErr error
-		deleted := make(chan struct{})
-		go func() {
-			defer close(deleted)
-			octx, cancel := m.stopStep(ctx)
-			delErr = m.client.Del(octx, m.keys.node(m.id)).Err()
-			cancel()
-		}()
-		n, err := rel.wait()
-		<-deleted
-		octx, cancel := m.stopStep(ctx)
-		err = errors.Join(err, delErr, m.client.Publish(octx, m.keys.channel(), "stop "+m.id).Err())
-		cancel()
-		m.endLoops()
-		return m.stopped(n, err)
-	}
 	if left == nil {
 		left = m.leave(ctx, nil, nil)
 	}
@@ -249,10 +210,8 @@ func (m *Manager) leave(ctx context.Context, rel *stopReleases, first []*holding
 	}
 	go func() {
 		defer close(l.done)
-		if !m.mut.Has(mutation.StopHeartbeatRewrite) {
-			m.hbMu.Lock() // a heartbeat write in flight ends before the delete
-			m.hbMu.Unlock()
-		}
+		m.hbMu.Lock() // a heartbeat write in flight ends before the delete
+		m.hbMu.Unlock()
 		node, channel, msg := m.keys.node(m.id), m.keys.channel(), "stop "+m.id
 		step := func() (context.Context, context.CancelFunc) { return m.stopStep(ctx) }
 		if !cluster {

@@ -1,3 +1,5 @@
+//go:build tenure_mutants
+
 package sim_test
 
 import (
@@ -17,30 +19,60 @@ import (
 	"github.com/tenurelabs/tenure/internal/redistest"
 	"github.com/tenurelabs/tenure/scenarios"
 	"github.com/tenurelabs/tenure/sim"
-	"github.com/tenurelabs/tenure/systems/reference"
+	_ "github.com/tenurelabs/tenure/systems/reference" // registers the reference and its mutants
 )
 
-// A safety mechanism that no scenario can defeat is untested. Each case below is the reference with one
-// mechanism removed (a mutant, see internal/mutation); it must be caught within three seeds by one of
-// the invariants it names, in one of the scenarios built to expose it, while the unmodified reference
-// passes every one of the same runs. Mutants that no fault can expose, because another mechanism always
-// covers them, are listed in docs/mutants.md with the argument why, not here.
+// A safety mechanism that no scenario can defeat is untested. Each mutant of the catalogue
+// (mutation.Mutants) is the reference with one mechanism removed; it must be caught within three seeds
+// by one of the invariants its entry names, in one of the scenarios built to expose it, while the
+// unmodified reference passes every one of the same runs. Mutants that no fault can expose, because
+// another mechanism always covers them, say why in the catalogue instead (Uncaught).
 //
-// The cases live in mutants_*_test.go, one file per family of mechanisms, each appending to mutantCases.
-var mutantCases []mutantCase
+// This file is built only with the tenure_mutants tag (docs/mutants.md).
 
-type mutantCase struct {
-	mutant mutation.Name
-	// reference is the unmodified system the mutant is compared with: "reference" (the default) for
-	// lease mutants, "election-redis" for election ones.
-	reference string
-	// scenarios are tried in order, for each seed in turn.
-	scenarios []string
-	// caughtBy are the invariants of which any one violated counts as caught.
-	caughtBy []string
-	// mention, when set, must appear in the verdict of the run that catches the mutant (for an
-	// invariant as broad as the assumptions, it names the reason).
-	mention string
+// mutantCases are the catalogue's mutants that a scenario catches.
+func mutantCases() []mutation.Mutant {
+	var out []mutation.Mutant
+	for _, mu := range mutation.Mutants {
+		if len(mu.Scenarios) > 0 {
+			out = append(out, mu)
+		}
+	}
+	return out
+}
+
+// The catalogue names real scenarios and invariants, and every mutant is either caught or says why it
+// cannot be.
+func TestMutantCatalogue(t *testing.T) {
+	invariants := []string{checker.InvAssumptions, checker.InvSingleHolder, checker.InvSinglePoller,
+		checker.InvStalePoll, checker.InvValidity, checker.InvLinearizable, checker.InvFailover,
+		checker.InvBalance, checker.InvFencing, checker.InvLiveness}
+	seen := map[mutation.Name]bool{}
+	for _, mu := range mutation.Mutants {
+		if seen[mu.Name] {
+			t.Errorf("mutant %s is listed twice", mu.Name)
+		}
+		seen[mu.Name] = true
+		if _, err := sim.Lookup(mu.System()); err != nil {
+			t.Errorf("mutant %s: %v", mu.Name, err)
+		}
+		if (len(mu.Scenarios) == 0) == (mu.Uncaught == "") {
+			t.Errorf("mutant %s needs scenarios that catch it, or Uncaught saying why none can", mu.Name)
+		}
+		if len(mu.Scenarios) > 0 && len(mu.CaughtBy) == 0 {
+			t.Errorf("mutant %s: no invariant to catch it", mu.Name)
+		}
+		for _, sc := range mu.Scenarios {
+			if _, err := scenarios.Get(sc); err != nil {
+				t.Errorf("mutant %s: %v", mu.Name, err)
+			}
+		}
+		for _, inv := range mu.CaughtBy {
+			if !slices.Contains(invariants, inv) {
+				t.Errorf("mutant %s: no invariant %q (known: %v)", mu.Name, inv, invariants)
+			}
+		}
+	}
 }
 
 // mutantSeeds are the seeds each mutant gets: caught on any of them counts.
@@ -128,7 +160,8 @@ func runScenario(system, scenario string, seed int64) runVerdict {
 }
 
 func TestMutantsAreCaught(t *testing.T) {
-	if len(mutantCases) == 0 {
+	cases := mutantCases()
+	if len(cases) == 0 {
 		t.Fatal("no mutant cases")
 	}
 	if testing.Short() {
@@ -149,16 +182,12 @@ func TestMutantsAreCaught(t *testing.T) {
 		length           time.Duration
 	}
 	var jobs []job
-	for _, tc := range mutantCases {
-		sc, err := scenarios.Get(tc.scenarios[0])
+	for _, tc := range cases {
+		sc, err := scenarios.Get(tc.Scenarios[0])
 		if err != nil {
-			t.Fatalf("mutant %s: %v", tc.mutant, err)
+			t.Fatalf("mutant %s: %v", tc.Name, err)
 		}
-		ref := tc.reference
-		if ref == "" {
-			ref = "reference"
-		}
-		jobs = append(jobs, job{reference.MutantSystemName(tc.mutant), sc.Name, sc.Duration}, job{ref, sc.Name, sc.Duration})
+		jobs = append(jobs, job{tc.System(), sc.Name, sc.Duration}, job{tc.Of, sc.Name, sc.Duration})
 	}
 	slices.SortStableFunc(jobs, func(a, b job) int { return cmp.Compare(b.length, a.length) })
 	// A -run pattern that picks subtests runs only what they ask for.
@@ -167,19 +196,15 @@ func TestMutantsAreCaught(t *testing.T) {
 			go cache.get(j.system, j.scenario, mutantSeeds[0])
 		}
 	}
-	for _, tc := range mutantCases {
-		t.Run(string(tc.mutant), func(t *testing.T) {
+	for _, tc := range cases {
+		t.Run(string(tc.Name), func(t *testing.T) {
 			t.Parallel()
-			system := "mutant-" + string(tc.mutant)
+			system, refName := tc.System(), tc.Of
 			var tried []string
 			caught := false
 		seeds:
 			for _, seed := range mutantSeeds {
-				for _, sc := range tc.scenarios {
-					refName := tc.reference
-					if refName == "" {
-						refName = "reference"
-					}
+				for _, sc := range tc.Scenarios {
 					// The reference and the mutant run side by side; the reference's run is shared with
 					// every other mutant judged on the same scenario and seed.
 					refDone := make(chan runVerdict, 1)
@@ -187,7 +212,7 @@ func TestMutantsAreCaught(t *testing.T) {
 					v := cache.get(system, sc, seed)
 					ref := <-refDone
 					if ref.err != nil || len(ref.violated) > 0 {
-						t.Errorf("the reference fails %s seed %d, which its mutant %s is judged on: %v %s", sc, seed, tc.mutant, ref.err, ref.summary)
+						t.Errorf("the reference fails %s seed %d, which its mutant %s is judged on: %v %s", sc, seed, tc.Name, ref.err, ref.summary)
 					} else if ref.slack >= 0 {
 						t.Logf("reference %s seed %d (%v): tightest takeover %s", sc, seed, ref.wall.Round(time.Second), ref.slackAt)
 					}
@@ -196,7 +221,7 @@ func TestMutantsAreCaught(t *testing.T) {
 					}
 					tried = append(tried, fmt.Sprintf("%s seed %d: violated %v", sc, seed, v.violated))
 					for _, inv := range v.violated {
-						if slices.Contains(tc.caughtBy, inv) && strings.Contains(v.summary, tc.mention) {
+						if slices.Contains(tc.CaughtBy, inv) && strings.Contains(v.summary, tc.Mention) {
 							caught = true
 							t.Logf("caught in %s seed %d by %s (%s)", sc, seed, inv, v.summary)
 							break seeds
@@ -205,7 +230,7 @@ func TestMutantsAreCaught(t *testing.T) {
 				}
 			}
 			if !caught {
-				t.Errorf("mutant %s was not caught by %v within seeds %v:\n  %s", tc.mutant, tc.caughtBy, mutantSeeds, strings.Join(tried, "\n  "))
+				t.Errorf("mutant %s was not caught by %v within seeds %v:\n  %s", tc.Name, tc.CaughtBy, mutantSeeds, strings.Join(tried, "\n  "))
 			}
 		})
 	}

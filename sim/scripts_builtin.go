@@ -12,7 +12,8 @@ func elemp(i int) *int      { return &i }
 func strp(s string) *string { return &s }
 
 // ReferenceLeaseScripts describes the reference lease manager's scripts (lease.Scripts has their
-// conventions): acquire (with the checker-power mutants' variants, which keep its conventions) answers
+// conventions): acquire (with every variant lease.ScriptNames lists as "acquire": in a build with the
+// tenure_mutants tag, the checker-power mutants', which keep its conventions) answers
 // the fencing token, or 0 when another holding has the lease, or -1 while the fresh-dataset guard
 // refuses every grant (no answer of the lease model); renew and release answer 1 or 0. The reads of
 // the session change counter and of the guard are bookkeeping.

@@ -26,8 +26,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	// The reference systems (reference, election-redis, election-postgres and their hidden mutants): the
-	// command's defaults, the systems scenarios are written for and the matrix's yardstick.
+	// The reference systems (reference, election-redis, election-postgres, and their hidden mutants in
+	// a simrun built with the tenure_mutants tag): the command's defaults, the systems scenarios are
+	// written for and the matrix's yardstick.
 	_ "github.com/tenurelabs/tenure/systems/reference"
 )
 

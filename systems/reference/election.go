@@ -9,7 +9,6 @@ import (
 
 	"github.com/tenurelabs/tenure/election"
 	"github.com/tenurelabs/tenure/history"
-	"github.com/tenurelabs/tenure/internal/mutation"
 	"github.com/tenurelabs/tenure/sim"
 )
 
@@ -26,9 +25,10 @@ type Election struct {
 	// Postgres selects the PostgreSQL backend (advisory locks) instead of Redis.
 	Postgres bool
 
-	// mutant names a checker-power mutant ("" for the reference) built with mutations removed.
-	mutant    string
-	mutations mutation.Set
+	// mutant names a checker-power mutant ("" for the reference), whose vary changes each elector's
+	// configuration last (mutants.go).
+	mutant string
+	vary   func(election.Config) election.Config
 }
 
 // Name implements sim.System.
@@ -139,7 +139,6 @@ func (in *electionInstance) Start(ctx context.Context) error {
 		cfg.Clock = c.Clock
 		cfg.Rand = rand.New(rand.NewPCG(uint64(c.Seed), uint64(len(electors))))
 		cfg.Logger = c.Logger
-		cfg.Mutations = in.sys.mutations
 		cfg.OnValidUntil = func(term uint64, until time.Time) { in.valid(role, term, until) }
 		cfg.OnStartedLeading = func(lctx context.Context, term uint64) {
 			// The belief ends the moment the leader context is cancelled, not when the poll loop
@@ -158,6 +157,9 @@ func (in *electionInstance) Start(ctx context.Context) error {
 			}
 		}
 		cfg.OnStoppedLeading = func() { in.ended(role, 0, "stopped-leading") }
+		if in.sys.vary != nil {
+			cfg = in.sys.vary(cfg)
+		}
 		el, err := election.New(b, cfg)
 		if err != nil {
 			_ = b.Close()

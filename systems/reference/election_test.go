@@ -55,13 +55,3 @@ func TestElectionBeliefsCarryDeadlines(t *testing.T) {
 	require.Positive(t, acquired)
 	require.Positive(t, renewed)
 }
-
-func TestElectionMutantsAreRegistered(t *testing.T) {
-	for _, name := range []string{"mutant-election-term-unchecked", "mutant-election-no-cancel"} {
-		sys, err := sim.Lookup(name)
-		require.NoError(t, err)
-		require.Equal(t, name, sys.Name())
-		require.Equal(t, "election", sys.(interface{ Kind() string }).Kind())
-		require.False(t, sys.(interface{ UsesPostgres() bool }).UsesPostgres(), "Redis backend")
-	}
-}

@@ -7,7 +7,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tenurelabs/tenure/history"
-	"github.com/tenurelabs/tenure/internal/mutation"
 	"github.com/tenurelabs/tenure/lease"
 	"github.com/tenurelabs/tenure/sim"
 )
@@ -16,9 +15,10 @@ func init() { sim.Register("reference", func() sim.System { return NewReference(
 
 // Reference is Tenure's lease.Manager as a system under test.
 type Reference struct {
-	name      string
-	mutations mutation.Set // empty for the reference itself; one mechanism removed for a mutant
-	wait      int          // lease.Config.WaitReplicas (reference-wait: wait.go)
+	name string
+	wait int // lease.Config.WaitReplicas (reference-wait: wait.go)
+	// vary, when set, changes each instance's configuration last (a mutant's: mutants.go).
+	vary func(lease.Config) lease.Config
 }
 
 // NewReference returns the reference system.
@@ -54,7 +54,6 @@ func (r Reference) NewInstance(c sim.InstanceConfig) (sim.Instance, error) {
 	cfg.Clock = c.Clock
 	cfg.Rand = rand.New(rand.NewSource(c.Seed))
 	cfg.Logger = c.Logger
-	cfg.Mutations = r.mutations
 	cfg.WaitReplicas = r.wait
 	if _, ok := c.Client.(*redis.ClusterClient); ok {
 		cfg.KeyLayout = lease.LayoutCluster // every script in one slot
@@ -69,6 +68,9 @@ func (r Reference) NewInstance(c sim.InstanceConfig) (sim.Instance, error) {
 			held := e.Kind == lease.EventAcquired || e.Kind == lease.EventRenewed
 			observe(e.Endpoint, history.Belief{Held: held, Token: e.Token, Reason: e.Reason, Until: e.Until})
 		}
+	}
+	if r.vary != nil {
+		cfg = r.vary(cfg)
 	}
 	m, err := lease.New(c.Client, cfg)
 	if err != nil {

@@ -12,47 +12,25 @@ import (
 
 	"github.com/tenurelabs/tenure/clock"
 	"github.com/tenurelabs/tenure/history"
-	"github.com/tenurelabs/tenure/internal/mutation"
 	"github.com/tenurelabs/tenure/internal/redistest"
 	"github.com/tenurelabs/tenure/lease"
 	"github.com/tenurelabs/tenure/sim"
 	"github.com/tenurelabs/tenure/systems/reference"
 )
 
-func TestLeaseMutantsAreHiddenButRunnable(t *testing.T) {
-	listed := sim.Systems()
-	require.Contains(t, listed, "reference")
-	for _, n := range reference.LeaseMutants {
-		name := reference.MutantSystemName(n)
-		require.NotContains(t, listed, name)
-		s, err := sim.Lookup(name)
-		require.NoError(t, err)
-		require.Equal(t, name, s.Name())
-	}
-	s, err := sim.Lookup("mutant-no-deadline")
-	require.NoError(t, err)
-	require.Equal(t, "mutant-no-deadline", s.Name())
-}
-
-// Every script the reference or a mutant sends is classified, by EVALSHA and by EVAL.
-func TestReferenceClassifiesMutantScripts(t *testing.T) {
-	r := reference.NewMutant(mutation.NoGuard)
+// Every script the reference sends is classified, by EVALSHA and by EVAL.
+func TestReferenceClassifiesItsScripts(t *testing.T) {
+	r := reference.NewReference()
 	for sha, name := range lease.ScriptNames() {
-		if name != "acquire" {
-			continue
-		}
-		op, ok := r.Classify([]any{"evalsha", sha, 3, "poll:lease:x", "poll:fence:x", "poll:epoch", "a:1", 3000, 86400000}, int64(7), nil)
-		require.True(t, ok, sha)
-		require.Equal(t, history.OpAcquire, op.Kind)
-		require.Equal(t, "a:1", op.Owner)
-		require.True(t, op.OK)
+		op, ok := r.Classify([]any{"evalsha", sha, 1, "poll:lease:x", "a:1", 3000}, int64(1), nil)
+		require.True(t, ok, name)
+		require.Equal(t, "poll:lease:x", op.Key, name)
 	}
 	for name, src := range lease.Scripts() {
 		op, ok := r.Classify([]any{"eval", src, 1, "poll:lease:x", "a:1", 3000}, int64(1), nil)
 		require.True(t, ok, name)
 		require.Equal(t, "poll:lease:x", op.Key)
 	}
-	require.Contains(t, lease.ScriptNames(), redis.NewScript(lease.Scripts()["acquire"]).Hash())
 }
 
 // The reference reports its local deadline (Until, on its own clock) with every acquisition and with
