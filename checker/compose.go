@@ -120,7 +120,9 @@ func (idx *index) heldInStanding(ep, in string, t time.Duration) bool {
 		}
 	}
 	// An acquire or renewal it sent, granted or still unanswered at t, may hold ep in the backend: its
-	// sender holds ep as far as anyone else can tell.
+	// sender holds ep as far as anyone else can tell. An acquire that was refused counts too: its
+	// sender was taking ep over (a handoff to it under way), and the fleet leaves ep to it until it
+	// acquires or is found dead.
 	for _, e := range idx.opsOf(ep) {
 		if e.At > t {
 			break
@@ -128,7 +130,7 @@ func (idx *index) heldInStanding(ep, in string, t time.Duration) bool {
 		if e.Instance != in || (e.Op.Kind != history.OpAcquire && e.Op.Kind != history.OpRenew) {
 			continue
 		}
-		if (e.Op.OK || e.Op.Unknown || e.End > t) && (!found || e.At > last) {
+		if (e.Op.Kind == history.OpAcquire || e.Op.OK || e.Op.Unknown || e.End > t) && (!found || e.At > last) {
 			last, found = e.At, true
 		}
 	}
