@@ -365,12 +365,15 @@ func TestAHolderByBeliefIsMeasured(t *testing.T) {
 // acquires or is found dead, so the pause excuses the gap until its deadline.
 func TestAPauseOfAnInstanceTakingOverHindersIt(t *testing.T) {
 	s := time.Second
-	b := tabled().polls("a", "e1", 5*s+ms(500), 6*s, s, 1).
+	b := tabled().op("a", history.OpAcquire, "poll:lease:e1", "a", 3*s, ms(5), ms(6), true, "").
+		op("a", history.OpRenew, "poll:lease:e1", "a", 3*s, 4*s, 4*s+ms(1), true, "").
+		polls("a", "e1", 5*s+ms(500), 6*s, s, 1).
 		fault("f1", "start", 6*s, 6*s, false, false, "c").life("c", history.LifeStarted, 6*s).
 		fault("f2", "pause", 6*s, 10*s, false, false, "c")
 	b.add(history.Event{Kind: history.KindOp, At: 6*s + ms(1), End: 6*s + ms(2), Instance: "c", Endpoint: "e1",
 		Op: &history.Op{Kind: history.OpAcquire, Key: "poll:lease:e1", Owner: "c", TTL: 3 * s, OK: false}})
 	b.life("c", history.LifePaused, 6*s+ms(5)).polls("a", "e1", 9*s+ms(100), 20*s, s, 2)
 	r := resultOf(t, Check(b.build(), DefaultOptions()), InvFailover)
+	require.Contains(t, r.Message, "scale changes checked", allText(r))
 	require.NotContains(t, allText(r), "e1 not polled", allText(r))
 }
