@@ -391,7 +391,14 @@ func (m *model) causes(off int, g *diagGroup, first time.Duration, validity bool
 	}
 	switch {
 	case paused:
-		out = append(out, "it was paused, and a process frozen between its check and its action can only be stopped by fencing")
+		s := "it was paused, and a process frozen between its check and its action can only be stopped by fencing"
+		if m.unfenced(id) {
+			s += ", which it does not use (its polls carry no token)"
+		}
+		out = append(out, s)
+		if first >= 0 && !hasDeadline && ended >= 0 {
+			out = append(out, "it reports no local deadline, so once awake it went on until it learned of the loss at "+fmtDur(ended))
+		}
 	case first >= 0 && !hasDeadline && ended >= 0:
 		out = append(out, "it reports no local deadline, so it went on until it learned of the loss at "+fmtDur(ended))
 	case first >= 0 && !hasDeadline:
@@ -418,6 +425,20 @@ func (m *model) causes(off int, g *diagGroup, first time.Duration, validity bool
 		}
 	}
 	return out
+}
+
+// unfenced reports whether instance id polled, always without a fencing token.
+func (m *model) unfenced(id string) bool {
+	polled := false
+	for i := range m.ev {
+		if e := &m.ev[i]; e.Instance == id && e.Poll != nil {
+			if e.Poll.Token != 0 {
+				return false
+			}
+			polled = true
+		}
+	}
+	return polled
 }
 
 // pastDeadline counts the group's polls by instance off that came after the local deadline its latest
