@@ -33,6 +33,13 @@ func needs(t *testing.T, what, fix string, ok bool) {
 
 func commandWorks(name string, args ...string) bool { return exec.Command(name, args...).Run() == nil }
 
+// needsNode requires node and an example's packages, installed by npm ci from its lockfile.
+func needsNode(t *testing.T, example, pkg string) {
+	t.Helper()
+	_, err := os.Stat(filepath.Join(example, "node_modules", pkg))
+	needs(t, example+"'s packages", "npm ci in examples/"+example, commandWorks("node", "--version") && err == nil)
+}
+
 // Each example crashes a holder (a leader) at a tenth of spec time. The examples have no fencing and
 // no balancing, and their takeovers wait for a retry tick, so only what a crash must never break is
 // required: one holder at a time in belief and at the resource, every poll inside its poller's lease,
@@ -50,9 +57,9 @@ func TestExampleSurvivesACrash(t *testing.T) {
 		{"redis-py-lock", "crash-failover", func(t *testing.T) {
 			needs(t, "python3 with redis-py", "apt-get install python3-redis", commandWorks("python3", "-c", python))
 		}},
-		{"node-redlock", "crash-failover", func(t *testing.T) {
-			_, err := os.Stat(filepath.Join("node-redlock", "node_modules", "redlock"))
-			needs(t, "node-redlock's packages", "npm ci in examples/node-redlock", commandWorks("node", "--version") && err == nil)
+		{"node-redlock", "crash-failover", func(t *testing.T) { needsNode(t, "node-redlock", "redlock") }},
+		{"node-sesamecare-redlock", "crash-failover", func(t *testing.T) {
+			needsNode(t, "node-sesamecare-redlock", "@sesamecare-oss/redlock")
 		}},
 	} {
 		t.Run(tc.system, func(t *testing.T) {
