@@ -71,7 +71,9 @@ func TestExampleSurvivesACrash(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			code := simcli.Main(context.Background(), []string{"run", tc.scenario, "--system", "exec:" + dir,
 				"--seed", "1", "--time-scale", "0.1", "--redis", "server", "--quiet", "--out", out}, &stdout, &stderr)
-			require.Contains(t, []int{simcli.ExitOK, simcli.ExitViolated}, code, "%s%s", stdout.String(), stderr.String())
+			// 1: the examples do not balance; 3: a timing verdict the machine's load made inconclusive.
+			require.Contains(t, []int{simcli.ExitOK, simcli.ExitViolated, simcli.ExitInconclusive}, code,
+				"%s%s", stdout.String(), stderr.String())
 			res, err := reports.ReadResult(out)
 			require.NoError(t, err)
 			got := map[string]string{}
