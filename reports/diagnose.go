@@ -409,6 +409,9 @@ func (m *model) causes(off int, g *diagGroup, first, vfirst time.Duration) []str
 		}
 	case first >= 0 && !hasDeadline && ended >= 0:
 		out = append(out, "it reports no local deadline, so it went on until it learned of the loss at "+fmtDur(ended))
+		if why := m.keyLost(off, eps, limit, ttl); why != "" {
+			out = append(out, why)
+		}
 	case first >= 0 && !hasDeadline:
 		out = append(out, "it did not stop (it reports no local deadline)")
 	case validity && !hasDeadline:
