@@ -23,8 +23,9 @@ const holdType = "tenure_hold"
 // (Heal, or another fault on the link) delivers whatever it still holds at once.
 type hold struct {
 	Delay int64 `json:"delay"` // milliseconds
-	// Match, when set, holds only the chunks that contain it (a later chunk of the same connection still
-	// waits behind a held one).
+	// Match, when set, holds only the chunks that contain it, in any case: Redis command names are, and
+	// clients send them in either (go-redis "expire", redis-py "EXPIRE"). A later chunk of the same
+	// connection still waits behind a held one.
 	Match string `json:"match"`
 
 	ended atomic.Int64 // unix nanoseconds at which the fault ended; 0 while it holds
@@ -52,7 +53,7 @@ func (t *hold) dueOf(c *stream.StreamChunk) time.Time {
 	if e := t.ended.Load(); e != 0 && c.Timestamp.UnixNano() > e {
 		return c.Timestamp
 	}
-	if t.Match != "" && !bytes.Contains(c.Data, []byte(t.Match)) {
+	if t.Match != "" && !bytes.Contains(bytes.ToLower(c.Data), bytes.ToLower([]byte(t.Match))) {
 		return c.Timestamp
 	}
 	return c.Timestamp.Add(time.Duration(t.Delay) * time.Millisecond)

@@ -236,3 +236,19 @@ func TestHoldOnlyMatchingRequests(t *testing.T) {
 	require.GreaterOrEqual(t, time.Since(sent), delay-50*time.Millisecond)
 	require.NoError(t, link.Heal())
 }
+
+// A match holds a command whatever the case its client sends it in: go-redis sends "expire", redis-py
+// and most other clients "EXPIRE".
+func TestHoldMatchesCommandsInAnyCase(t *testing.T) {
+	link, direct := embeddedLink(t)
+	ctx := context.Background()
+	require.NoError(t, direct.Set(ctx, "k", "v", 0).Err())
+	c := linkClient(t, link, 200*time.Millisecond)
+	const delay = 2 * time.Second
+	require.NoError(t, link.Hold(true, delay, "expire"))
+	sent := time.Now()
+	require.Error(t, c.Do(ctx, "EXPIRE", "k", "100").Err(), "an upper-case EXPIRE must be held past the client's timeout")
+	require.Eventually(t, func() bool { return direct.TTL(ctx, "k").Val() > 0 }, 10*time.Second, 10*time.Millisecond)
+	require.GreaterOrEqual(t, time.Since(sent), delay-50*time.Millisecond, "it lands no earlier than its delay")
+	require.NoError(t, link.Heal())
+}

@@ -311,7 +311,11 @@ func (m *model) offenderStory(off int, g *diagGroup) string {
 			first = f.first
 		}
 	}
-	if c := m.causes(off, g, first, va.n > 0); len(c) > 0 {
+	vfirst := time.Duration(-1)
+	if va.n > 0 {
+		vfirst = va.first
+	}
+	if c := m.causes(off, g, first, vfirst); len(c) > 0 {
 		s += " Likely cause: " + strings.Join(c, "; ") + "."
 	}
 	return s
@@ -321,13 +325,17 @@ func (m *model) offenderStory(off int, g *diagGroup) string {
 // before, its failing backend calls, whether it stopped (and whether it has a local deadline at all),
 // whether its polls went past its own deadline or its key was removed while its lease was valid, and
 // whether its renewals confirm anything. first is its first mutual-exclusion violation (-1 if none:
-// validity only).
-func (m *model) causes(off int, g *diagGroup, first time.Duration, validity bool) []string {
+// validity only), vfirst its first poll outside its lease (-1 if none).
+func (m *model) causes(off int, g *diagGroup, first, vfirst time.Duration) []string {
 	id := m.insts[off].id
+	validity := vfirst >= 0
 	var out []string
 	limit := first
 	if limit < 0 {
 		limit = m.dur
+		if validity {
+			limit = vfirst
+		}
 	}
 	ttl := m.meta.LeaseTTL
 	if ttl <= 0 {
@@ -391,11 +399,23 @@ func (m *model) causes(off int, g *diagGroup, first time.Duration, validity bool
 	}
 	switch {
 	case paused:
-		out = append(out, "it was paused, and a process frozen between its check and its action can only be stopped by fencing")
+		s := "it was paused, and a process frozen between its check and its action can only be stopped by fencing"
+		if m.unfenced(id) {
+			s += ", which it does not use (its polls carry no token)"
+		}
+		out = append(out, s)
+		if first >= 0 && !hasDeadline && ended >= 0 {
+			out = append(out, "it reports no local deadline, so once awake it went on until it learned of the loss at "+fmtDur(ended))
+		}
 	case first >= 0 && !hasDeadline && ended >= 0:
 		out = append(out, "it reports no local deadline, so it went on until it learned of the loss at "+fmtDur(ended))
+		if why := m.keyLost(off, eps, limit, ttl); why != "" {
+			out = append(out, why)
+		}
 	case first >= 0 && !hasDeadline:
 		out = append(out, "it did not stop (it reports no local deadline)")
+	case validity && !hasDeadline:
+		out = append(out, "it reports no local deadline, so nothing stopped it when its lease lapsed")
 	case first >= 0:
 		if past, n := m.pastDeadline(off, g); past > 0 {
 			out = append(out, fmt.Sprintf("%d of its %d polls here came after its own local deadline", past, n))
@@ -418,6 +438,20 @@ func (m *model) causes(off int, g *diagGroup, first time.Duration, validity bool
 		}
 	}
 	return out
+}
+
+// unfenced reports whether instance id polled, always without a fencing token.
+func (m *model) unfenced(id string) bool {
+	polled := false
+	for i := range m.ev {
+		if e := &m.ev[i]; e.Instance == id && e.Poll != nil {
+			if e.Poll.Token != 0 {
+				return false
+			}
+			polled = true
+		}
+	}
+	return polled
 }
 
 // pastDeadline counts the group's polls by instance off that came after the local deadline its latest
