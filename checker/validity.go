@@ -17,6 +17,22 @@ type validWindow struct {
 	last     *history.Event // the operation that set to
 }
 
+// opaqueOwner reports whether an owner value that does not carry inst's ID is still inst's own: a
+// concrete value (not history.AnyOwner) that names no other instance of the run. Libraries write a
+// random token of their own as the lock's value (redis-py's Lock, redlock); the instance that sent the
+// acquire and saw it succeed holds that value.
+func (idx *index) opaqueOwner(owner, inst string) bool {
+	if owner == "" || owner == history.AnyOwner {
+		return false
+	}
+	for _, other := range idx.instances {
+		if other != inst && strings.Contains(owner, other) {
+			return false
+		}
+	}
+	return true
+}
+
 // ownedBy reports whether an operation's owner value identifies inst: the instance ID itself, or the
 // instance ID followed by ":" and a per-holding suffix.
 func ownedBy(owner, inst string) bool {
@@ -59,7 +75,7 @@ func checkValidity(idx *index, opts Options) Result {
 		}
 		k := key{e.Instance, e.Endpoint}
 		switch {
-		case ownedBy(e.Op.Owner, e.Instance):
+		case ownedBy(e.Op.Owner, e.Instance) || idx.opaqueOwner(e.Op.Owner, e.Instance):
 			grants[k] = append(grants[k], e)
 		case e.Op.Kind == history.OpRenew && e.Op.Owner == history.AnyOwner:
 			blind[k] = append(blind[k], e)

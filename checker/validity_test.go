@@ -110,9 +110,17 @@ func TestValidity(t *testing.T) {
 		},
 		{
 			name: "another instance's owner value grants nothing",
-			b: newBuilder().op("a", history.OpAcquire, key, "ab", ttl, 0, ms(5), true, "").
+			b: newBuilder().life("ab", history.LifeStarted, 0).op("a", history.OpAcquire, key, "ab", ttl, 0, ms(5), true, "").
 				poll("a", "e1", ms(10), ms(20), 1),
 			outcome: Violated, bad: 1, msg: "none of its acquisitions",
+		},
+		{
+			// A library's own random token (redis-py's Lock, redlock) names no instance: the instance that
+			// sent the acquire and saw it succeed holds it.
+			name: "an opaque owner value is its sender's",
+			b: newBuilder().op("a", history.OpAcquire, key, "3f9c2a7d", ttl, 0, ms(5), true, "").
+				poll("a", "e1", ms(10), ms(20), 1),
+			outcome: Pass, msg: "all 1 judged polls",
 		},
 		{
 			name: "a poller that never asked for the endpoint is not judged",
