@@ -5,9 +5,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tenurelabs/tenure/chaos"
 	"github.com/tenurelabs/tenure/sim"
 )
 
@@ -119,4 +121,20 @@ func TestExecSystemNeedsARunnableCommand(t *testing.T) {
 	_, err = sim.NewExecSystem("no-such-program-here --x", "lease")
 	require.ErrorContains(t, err, `cannot run "no-such-program-here"`)
 	require.False(t, strings.Contains(err.Error(), "field"), "a command line has no fields: %v", err)
+}
+
+// The random nemesis draws nothing a process system cannot run: no stall (it holds calls inside a client
+// the harness shares with in-process systems only), so the run goes ahead instead of being refused.
+func TestNemesisLeavesOutWhatAProcessSystemCannotRun(t *testing.T) {
+	ps, err := sim.LoadSystemFile("../examples/reference/system.json")
+	require.NoError(t, err)
+	sc := sim.Scenario{Name: "n", Description: "n", Instances: 3, Endpoints: 3, Duration: 30 * time.Minute,
+		Nemesis: &chaos.NemesisOptions{From: time.Minute, To: 29 * time.Minute, TTL: 30 * time.Second}}
+	for seed := int64(1); seed <= 20; seed++ {
+		steps, _, err := sim.Plan(sim.Options{System: ps, Scenario: sc, Seed: seed, TimeScale: 0.1})
+		require.NoError(t, err)
+		for _, st := range steps {
+			require.NotEqual(t, "stall", st.Fault.Name(), "seed %d", seed)
+		}
+	}
 }

@@ -141,6 +141,7 @@ func plan(o Options) (planned, error) {
 	if sc.Nemesis != nil {
 		n := *sc.Nemesis
 		n.Instances = sc.Instances
+		n.Kinds = nemesisKinds(o.System, n.Kinds)
 		rng := rand.New(rand.NewSource(o.Seed))
 		more, err := chaos.Nemesis(rng, n)
 		if err != nil {
@@ -387,4 +388,26 @@ func delKeys(ctx context.Context, c redis.Cmdable, keys []string) error {
 	}
 	_, err := p.Exec(ctx)
 	return err
+}
+
+// nemesisKinds is the nemesis's fault kinds (all of them when none are named) less those the system
+// cannot be put through: a process system shares no client with the harness to stall, and one whose
+// runtime does not honour libfaketime cannot have its clock changed. The draw then stays within what
+// the system can run, instead of refusing the whole run.
+func nemesisKinds(sys System, kinds []string) []string {
+	ps, ok := sys.(*ProcessSystem)
+	if !ok {
+		return kinds
+	}
+	if len(kinds) == 0 {
+		kinds = chaos.NemesisKinds
+	}
+	out := make([]string, 0, len(kinds))
+	for _, k := range kinds {
+		if k == "stall" || (k == "clock-drift" && !ps.caps.honoursFaketime()) {
+			continue
+		}
+		out = append(out, k)
+	}
+	return out
 }
