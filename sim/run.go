@@ -169,7 +169,7 @@ func plan(o Options) (planned, error) {
 	}
 	if ps, ok := o.System.(*ProcessSystem); ok {
 		if err := checkProcessPlan(ps, backendSpec, steps); err != nil {
-			return p, fmt.Errorf("%w: scenario %s: %v", ErrOptions, sc.Name, err)
+			return p, fmt.Errorf("%w: scenario %s: %w", ErrOptions, sc.Name, err) // chaos.ErrUnsupported stays visible
 		}
 	}
 	if kill, pause := needsControl(steps); kill || pause {

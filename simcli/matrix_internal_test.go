@@ -277,3 +277,18 @@ func TestMatrixStartsLongestFirst(t *testing.T) {
 	}
 	require.Equal(t, []int{1, 3, 2, 0}, longestFirst(jobs))
 }
+
+// A scenario with a fault a system cannot be put through (a stall of a process system's client) leaves
+// that cell blank, as a scenario of another topology does, instead of refusing the whole matrix.
+func TestMatrixLeavesBlankWhatASystemCannotRun(t *testing.T) {
+	f := matrixFlags{systems: "reference,exec:../examples/reference", scenarios: "stall-past-ttl,crash-failover"}
+	f.run.redis, f.run.parallel, f.run.out, f.seeds = "server", 1, filepath.Join(t.TempDir(), "m"), 1 // planned only
+	cells, jobs, _, err := planMatrix(&f)
+	require.NoError(t, err)
+	var got []string
+	for _, c := range cells {
+		got = append(got, c.system+"/"+c.scenario)
+	}
+	require.ElementsMatch(t, []string{"reference/stall-past-ttl", "reference/crash-failover", "exec:../examples/reference/crash-failover"}, got)
+	require.Len(t, jobs, 3)
+}
