@@ -11,11 +11,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tenurelabs/tenure/chaos"
+	"github.com/tenurelabs/tenure/deploy"
 	"github.com/tenurelabs/tenure/internal/redisserver"
-	"github.com/tenurelabs/tenure/internal/topology"
 )
 
-// The Redis election on Redis Cluster (real processes; internal/topology): a role's keys share its
+// The Redis election on Redis Cluster (real processes; package deploy): a role's keys share its
 // hash slot, and a promoted replica re-arms the role's guard.
 func TestRedisClusterPrimaryKillKeepsOneLeader(t *testing.T) {
 	if _, ok := redisserver.Available(); !ok {
@@ -28,7 +28,7 @@ func TestRedisClusterPrimaryKillKeepsOneLeader(t *testing.T) {
 	t.Cleanup(func() { _ = px.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c, err := topology.StartCluster(ctx, topology.ClusterOptions{Proxies: px, NodeTimeout: 500 * time.Millisecond})
+	c, err := deploy.StartCluster(ctx, deploy.ClusterOptions{Proxies: px, NodeTimeout: 500 * time.Millisecond})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 

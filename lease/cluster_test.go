@@ -13,15 +13,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tenurelabs/tenure/chaos"
+	"github.com/tenurelabs/tenure/deploy"
 	"github.com/tenurelabs/tenure/internal/redisserver"
 	"github.com/tenurelabs/tenure/internal/redistest"
-	"github.com/tenurelabs/tenure/internal/topology"
 )
 
 // The reference on Redis Cluster (real processes: three primaries, three replicas, every link through
-// toxiproxy; internal/topology). Cluster failover here is driven by cluster-node-timeout 500ms.
+// toxiproxy; package deploy). Cluster failover here is driven by cluster-node-timeout 500ms.
 
-func startCluster(t *testing.T) (*topology.Cluster, *chaos.Embedded) {
+func startCluster(t *testing.T) (*deploy.Cluster, *chaos.Embedded) {
 	t.Helper()
 	if _, ok := redisserver.Available(); !ok {
 		if os.Getenv("TENURE_REQUIRE_REDIS") == "1" {
@@ -33,14 +33,14 @@ func startCluster(t *testing.T) (*topology.Cluster, *chaos.Embedded) {
 	t.Cleanup(func() { _ = px.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := topology.StartCluster(ctx, topology.ClusterOptions{Proxies: px, NodeTimeout: 500 * time.Millisecond})
+	c, err := deploy.StartCluster(ctx, deploy.ClusterOptions{Proxies: px, NodeTimeout: 500 * time.Millisecond})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	return c, px
 }
 
 // clusterClient is a client of c through proxies of its own, named name.
-func clusterClient(t *testing.T, c *topology.Cluster, px chaos.Proxies, name string) *redis.ClusterClient {
+func clusterClient(t *testing.T, c *deploy.Cluster, px chaos.Proxies, name string) *redis.ClusterClient {
 	t.Helper()
 	links, err := c.NewClientLinks(px, name)
 	require.NoError(t, err)
@@ -51,7 +51,7 @@ func clusterClient(t *testing.T, c *topology.Cluster, px chaos.Proxies, name str
 }
 
 // primaryOf returns the primary serving key's slot.
-func primaryOf(t *testing.T, ctx context.Context, c *topology.Cluster, key string) *topology.ClusterNode {
+func primaryOf(t *testing.T, ctx context.Context, c *deploy.Cluster, key string) *deploy.ClusterNode {
 	t.Helper()
 	slot, err := c.Slot(ctx, key)
 	require.NoError(t, err)
@@ -62,7 +62,7 @@ func primaryOf(t *testing.T, ctx context.Context, c *topology.Cluster, key strin
 
 // replicated waits until the replica of the primary serving key's slot has every write made there
 // so far (WAIT on a write of its own, in the same slot: replication keeps order).
-func replicated(t *testing.T, ctx context.Context, c *topology.Cluster, key string) {
+func replicated(t *testing.T, ctx context.Context, c *deploy.Cluster, key string) {
 	t.Helper()
 	conn := primaryOf(t, ctx, c, key).Control().Conn()
 	defer conn.Close()
@@ -147,22 +147,22 @@ func TestClusterPromotionGuardMutantGrantsTwice(t *testing.T) {
 // endpoints, in the cluster layout.
 type clusterFleet struct {
 	t   *testing.T
-	c   *topology.Cluster
+	c   *deploy.Cluster
 	px  chaos.Proxies
 	cfg Config
 	log *pollLog
 
 	mu    sync.Mutex
 	ms    map[string]*Manager
-	links map[string]*topology.ClientLinks
+	links map[string]*deploy.ClientLinks
 	eps   []string
 }
 
-func newClusterFleet(t *testing.T, c *topology.Cluster, px chaos.Proxies, eps []string) *clusterFleet {
+func newClusterFleet(t *testing.T, c *deploy.Cluster, px chaos.Proxies, eps []string) *clusterFleet {
 	cfg := testConfig()
 	cfg.KeyLayout = LayoutCluster
 	cfg.Targets = StaticTargets(eps)
-	f := &clusterFleet{t: t, c: c, px: px, cfg: cfg, log: newPollLog(20 * time.Millisecond), ms: map[string]*Manager{}, links: map[string]*topology.ClientLinks{}, eps: eps}
+	f := &clusterFleet{t: t, c: c, px: px, cfg: cfg, log: newPollLog(20 * time.Millisecond), ms: map[string]*Manager{}, links: map[string]*deploy.ClientLinks{}, eps: eps}
 	t.Cleanup(func() {
 		if o := f.log.overlaps(); len(o) > 0 {
 			t.Errorf("overlapping polls by different instances:\n%v", o)
@@ -297,7 +297,7 @@ func TestClusterRenewalsGoOnWhileSlotMigrates(t *testing.T) {
 	slot, err := c.Slot(ctx, k.lease(ep))
 	require.NoError(t, err)
 	from := primaryOf(t, ctx, c, k.lease(ep))
-	var to *topology.ClusterNode
+	var to *deploy.ClusterNode
 	for _, s := range []int{0, 6000, 12000} {
 		if n, err := c.PrimaryOf(ctx, s); err == nil && n != from {
 			to = n

@@ -6,7 +6,7 @@ import (
 )
 
 // clusterScenarios run on a private Redis Cluster (three primaries with a replica each; see
-// internal/topology), where the reference keeps each endpoint's lease, fencing counter and epoch in the
+// package deploy), where the reference keeps each endpoint's lease, fencing counter and epoch in the
 // endpoint's own hash slot (lease.LayoutCluster). A fault names a shard by an endpoint: the shard that
 // serves that endpoint's slot, which holds about a third of the endpoints.
 //

@@ -6,7 +6,7 @@ import (
 )
 
 // sentinelScenarios run on a private Sentinel set (a primary, two replicas, three sentinels; see
-// internal/topology): Redis as most teams deploy it. Replication is asynchronous, so a write the
+// package deploy): Redis as most teams deploy it. Replication is asynchronous, so a write the
 // primary acknowledged can be missing on the replica the sentinels promote; the checker then finds a
 // lease operation whose outcome the key's later history contradicts and reports it as a lost
 // acknowledged write, next to the promotion. Endpoints enforce fencing, the resource's protection

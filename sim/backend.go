@@ -63,9 +63,9 @@ type BackendOptions struct {
 //	embedded   miniredis in this process, its TTLs advanced in real time
 //	addr=H:P   an external Redis; never flushed, keys namespaced by run
 //	container  redis in a container via testcontainers-go (needs a Docker engine)
-//	sentinel   a private primary, two replicas and three sentinels (internal/topology), at spec timing
+//	sentinel   a private primary, two replicas and three sentinels (package deploy), at spec timing
 //	independent three private, independent redis-servers (Redlock's deployment); the first holds the targets
-//	cluster    a private Redis Cluster: three primaries, three replicas (internal/topology)
+//	cluster    a private Redis Cluster: three primaries, three replicas (package deploy)
 func OpenBackend(ctx context.Context, spec string) (Backend, error) {
 	return OpenBackendWith(ctx, spec, BackendOptions{TimeScale: 1})
 }

@@ -11,9 +11,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tenurelabs/tenure/chaos"
+	"github.com/tenurelabs/tenure/deploy"
 	"github.com/tenurelabs/tenure/history"
 	"github.com/tenurelabs/tenure/internal/redisserver"
-	"github.com/tenurelabs/tenure/internal/topology"
 )
 
 // TopologyCluster is a Redis Cluster of three primaries and three replicas (--redis cluster). The
@@ -25,7 +25,7 @@ const TopologyCluster = "cluster"
 // (backend_cluster_rejoin.go). The cluster faults (chaos.Sharded) act on the shard that serves an
 // endpoint.
 type clusterBackend struct {
-	c       *topology.Cluster
+	c       *deploy.Cluster
 	proxies chaos.Proxies // the nodes' announced links
 	admin   *redis.ClusterClient
 
@@ -47,10 +47,10 @@ func openCluster(ctx context.Context, seed int64, peers chaos.Proxies) (Backend,
 	if proxies == nil {
 		proxies = chaos.NewEmbedded(seed)
 	}
-	c, err := topology.StartCluster(ctx, topology.ClusterOptions{Proxies: proxies})
+	c, err := deploy.StartCluster(ctx, deploy.ClusterOptions{Proxies: proxies})
 	if err != nil {
 		_ = proxies.Close()
-		if errors.Is(err, topology.ErrNoBinary) || errors.Is(err, redisserver.ErrNoBinary) {
+		if errors.Is(err, deploy.ErrNoBinary) || errors.Is(err, redisserver.ErrNoBinary) {
 			return nil, fmt.Errorf("sim: --redis cluster runs real redis-server processes: install redis-server (Debian/Ubuntu: apt-get install redis-server; macOS: brew install redis): %w", err)
 		}
 		return nil, err
@@ -60,22 +60,22 @@ func openCluster(ctx context.Context, seed int64, peers chaos.Proxies) (Backend,
 	for _, n := range c.Nodes() {
 		direct[n.Announced] = n.Listen
 	}
-	admin := c.Client(nil, &redis.ClusterOptions{Dialer: topology.MapDialer(direct, 2*time.Second), MaxRetries: 3,
+	admin := c.Client(nil, &redis.ClusterOptions{Dialer: deploy.MapDialer(direct, 2*time.Second), MaxRetries: 3,
 		MaxRedirects: 8, ContextTimeoutEnabled: true})
 	return &clusterBackend{c: c, proxies: proxies, admin: admin, ctx: context.Background()}, nil
 }
 
-func (b *clusterBackend) Topology() topology.Topology  { return b.c }
+func (b *clusterBackend) Topology() deploy.Topology    { return b.c }
 func (b *clusterBackend) Kind() string                 { return TopologyCluster }
 func (b *clusterBackend) Admin() redis.UniversalClient { return b.admin }
 func (b *clusterBackend) Describe() string             { return b.c.Describe() }
 func (b *clusterBackend) Shared() bool                 { return false }
 func (b *clusterBackend) Persistence() string          { return redisserver.PersistNone }
-func (b *clusterBackend) Cluster() *topology.Cluster   { return b.c }
+func (b *clusterBackend) Cluster() *deploy.Cluster     { return b.c }
 func (b *clusterBackend) Addr() string                 { return b.c.Nodes()[0].Listen }
 
 // slotPrimary is the live primary serving slot.
-func (b *clusterBackend) slotPrimary(slot int) (*topology.ClusterNode, error) {
+func (b *clusterBackend) slotPrimary(slot int) (*deploy.ClusterNode, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	return b.c.PrimaryOf(ctx, slot)
@@ -96,7 +96,7 @@ func (b *clusterBackend) Kill() error {
 
 // Start starts every killed node again from its nodes.conf, empty, and waits until each has rejoined:
 // as a replica of the node promoted in its place, or, back before the cluster noticed, as the primary
-// it was, whose replica then resynchronises from it (see topology.Cluster.RestartNode).
+// it was, whose replica then resynchronises from it (see deploy.Cluster.RestartNode).
 func (b *clusterBackend) Start() error { return b.startKilled() }
 
 // Restart kills the primary serving slot 0 and starts it again at once (Kill, then Start).
@@ -143,7 +143,7 @@ func (b *clusterBackend) Watch(ctx context.Context, rec *history.Recorder) func(
 }
 
 // notePromotion waits, in the background, for a node other than killed to serve slot, and notes it.
-func (b *clusterBackend) notePromotion(killed *topology.ClusterNode, slot int) {
+func (b *clusterBackend) notePromotion(killed *deploy.ClusterNode, slot int) {
 	b.mu.Lock()
 	rec, ctx := b.rec, b.ctx
 	b.mu.Unlock()
@@ -250,7 +250,7 @@ func (b *clusterBackend) MigrateEndpoint(ctx context.Context, endpoint string, p
 	if err != nil {
 		return "", "", slot, err
 	}
-	var dst *topology.ClusterNode
+	var dst *deploy.ClusterNode
 	for _, n := range b.c.Members() {
 		if n == src || !n.Server.Running() {
 			continue

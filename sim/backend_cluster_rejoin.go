@@ -12,7 +12,7 @@ import (
 var _ chaos.ShardRejoiner = (*clusterBackend)(nil)
 
 // RestartKilledNodes implements chaos.ShardRejoiner: every node whose process is down is started again
-// from its nodes.conf, empty, and waited for until it has rejoined (topology.Cluster.RestartNode).
+// from its nodes.conf, empty, and waited for until it has rejoined (deploy.Cluster.RestartNode).
 func (b *clusterBackend) RestartKilledNodes(ctx context.Context) ([]chaos.Rejoined, error) {
 	var out []chaos.Rejoined
 	var errs []error

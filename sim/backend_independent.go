@@ -8,9 +8,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tenurelabs/tenure/chaos"
+	"github.com/tenurelabs/tenure/deploy"
 	"github.com/tenurelabs/tenure/history"
 	"github.com/tenurelabs/tenure/internal/redisserver"
-	"github.com/tenurelabs/tenure/internal/topology"
 )
 
 // TopologyIndependent is three independent Redis nodes (--redis independent): the deployment Redlock
@@ -41,14 +41,14 @@ func TopologyNeed(system System, sc string) (string, error) {
 // majority: on a set without failover, one node restarting empty is the fault Redlock's analysis
 // turns on.
 type independentBackend struct {
-	t     *topology.Independent
+	t     *deploy.Independent
 	admin *redis.Client
 }
 
 var _ TopologyBackend = (*independentBackend)(nil)
 
 func openIndependent(ctx context.Context, seed int64, proxies chaos.Proxies) (Backend, error) {
-	t, err := topology.StartIndependent(ctx, topology.IndependentOptions{Seed: seed, Proxies: proxies})
+	t, err := deploy.StartIndependent(ctx, deploy.IndependentOptions{Seed: seed, Proxies: proxies})
 	if err != nil {
 		if errors.Is(err, redisserver.ErrNoBinary) {
 			return nil, fmt.Errorf("sim: --redis independent runs real redis-server processes: install redis-server (Debian/Ubuntu: apt-get install redis-server; macOS: brew install redis): %w", err)
@@ -58,7 +58,7 @@ func openIndependent(ctx context.Context, seed int64, proxies chaos.Proxies) (Ba
 	return &independentBackend{t: t, admin: t.Direct()}, nil
 }
 
-func (b *independentBackend) Topology() topology.Topology  { return b.t }
+func (b *independentBackend) Topology() deploy.Topology    { return b.t }
 func (b *independentBackend) Kind() string                 { return TopologyIndependent }
 func (b *independentBackend) Admin() redis.UniversalClient { return b.admin }
 func (b *independentBackend) Addr() string                 { return b.t.Nodes()[0].Listen }
@@ -86,7 +86,7 @@ func (b *independentBackend) Close() error {
 
 // nodeClients builds the instance's clients of each data node, when the system asks for a topology
 // (see InstanceConfig.Nodes); dial maps each node's announced address to the instance's link for it.
-func (r *runner) nodeClients(in *vinstance, dial topology.Dialer) []redis.UniversalClient {
+func (r *runner) nodeClients(in *vinstance, dial deploy.Dialer) []redis.UniversalClient {
 	tb, ok := r.backend.(TopologyBackend)
 	if _, asks := r.o.System.(TopologyUser); !ok || !asks || dial == nil {
 		return nil
@@ -96,7 +96,7 @@ func (r *runner) nodeClients(in *vinstance, dial topology.Dialer) []redis.Univer
 		if n.Sentinel {
 			continue
 		}
-		c := topology.NodeClient(n, topology.ClientOptions{DialTimeout: r.timing.OpTimeout, ReadTimeout: r.timing.OpTimeout,
+		c := deploy.NodeClient(n, deploy.ClientOptions{DialTimeout: r.timing.OpTimeout, ReadTimeout: r.timing.OpTimeout,
 			WriteTimeout: r.timing.OpTimeout, PoolSize: 8, MaxRetries: 3}, dial)
 		c.AddHook(&recordingHook{instance: in.id, node: n.Name, rec: r.rec, classifier: r.classifier, dead: in.dead.Load,
 			hold: in.hold, defaults: defaultClassifier{leasePrefix: r.keyPrefix + "lease:"}})

@@ -12,9 +12,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tenurelabs/tenure/chaos"
+	"github.com/tenurelabs/tenure/deploy"
 	"github.com/tenurelabs/tenure/history"
 	"github.com/tenurelabs/tenure/internal/redisserver"
-	"github.com/tenurelabs/tenure/internal/topology"
 )
 
 // Topologies a scenario can ask for (Scenario.Topology).
@@ -25,14 +25,14 @@ const (
 	TopologySentinel = "sentinel"
 )
 
-// TopologyBackend is a Backend of several nodes (see internal/topology). Each instance gets its own
+// TopologyBackend is a Backend of several nodes (see package deploy). Each instance gets its own
 // link to every node, and a client built by the topology whose dialer maps each node's announced address
 // to that instance's link for it; the instance's chaos.Link is all of those links at once, so an
 // instance fault (partition, latency, one-way, stall) applies to every link of the instance.
 type TopologyBackend interface {
 	Backend
 	// Topology is the running deployment.
-	Topology() topology.Topology
+	Topology() deploy.Topology
 	// Kind is the topology's name (TopologySentinel).
 	Kind() string
 	// Admin is the harness's own client of the topology (sessions, start-up checks), past every proxy.
@@ -45,7 +45,7 @@ type TopologyBackend interface {
 // Resume, as the single-node faults use them) act on whichever node is the primary when they are
 // called; Sentinel-specific faults use the topology itself.
 type sentinelBackend struct {
-	t     *topology.Sentinel
+	t     *deploy.Sentinel
 	admin *redis.Client
 
 	mu     sync.Mutex
@@ -83,7 +83,7 @@ func openSentinel(ctx context.Context, scale float64, seed int64, proxies chaos.
 	if d := os.Getenv("TENURE_TOPOLOGY_LOGS"); d != "" {
 		logDir = filepath.Join(d, fmt.Sprintf("sentinel-%d-%d", seed, time.Now().UnixNano()))
 	}
-	t, err := topology.StartSentinel(ctx, topology.SentinelOptions{TimeScale: scale, Seed: seed, LogDir: logDir, Proxies: proxies})
+	t, err := deploy.StartSentinel(ctx, deploy.SentinelOptions{TimeScale: scale, Seed: seed, LogDir: logDir, Proxies: proxies})
 	if err != nil {
 		if errors.Is(err, redisserver.ErrNoBinary) {
 			return nil, fmt.Errorf("sim: --redis sentinel runs real redis-server processes: install redis-server (Debian/Ubuntu: apt-get install redis-server; macOS: brew install redis): %w", err)
@@ -93,12 +93,12 @@ func openSentinel(ctx context.Context, scale float64, seed int64, proxies chaos.
 	return &sentinelBackend{t: t, admin: t.Direct()}, nil
 }
 
-func (b *sentinelBackend) Topology() topology.Topology  { return b.t }
+func (b *sentinelBackend) Topology() deploy.Topology    { return b.t }
 func (b *sentinelBackend) Kind() string                 { return TopologySentinel }
 func (b *sentinelBackend) Admin() redis.UniversalClient { return b.admin }
 
 // Sentinel returns the Sentinel topology itself.
-func (b *sentinelBackend) Sentinel() *topology.Sentinel { return b.t }
+func (b *sentinelBackend) Sentinel() *deploy.Sentinel { return b.t }
 
 // Addr is the current primary's own address (the harness's view; instances never dial it).
 func (b *sentinelBackend) Addr() string {
@@ -180,7 +180,7 @@ func (b *sentinelBackend) Resume() error {
 
 // Watch records every promotion as a note on the timeline (see PromotionNote).
 func (b *sentinelBackend) Watch(ctx context.Context, rec *history.Recorder) func() {
-	return b.t.WatchPromotions(ctx, func(p topology.Promotion) {
+	return b.t.WatchPromotions(ctx, func(p deploy.Promotion) {
 		rec.Add(history.Event{Kind: history.KindNote, At: rec.Now(), Note: PromotionNote(p.From, p.To)})
 	})
 }
@@ -196,7 +196,7 @@ func (b *sentinelBackend) Close() error {
 
 // topologyLinks gives an instance its own link to every node of t, named after the instance's slot,
 // and returns them as one chaos.Link (a fault applies to all) with the client that uses them.
-func topologyLinks(p chaos.Proxies, prefix string, t topology.Topology, o topology.ClientOptions) (chaos.Link, redis.UniversalClient, topology.Dialer, error) {
+func topologyLinks(p chaos.Proxies, prefix string, t deploy.Topology, o deploy.ClientOptions) (chaos.Link, redis.UniversalClient, deploy.Dialer, error) {
 	var links []chaos.Link
 	local := map[string]string{}
 	for _, n := range t.Nodes() {
@@ -210,7 +210,7 @@ func topologyLinks(p chaos.Proxies, prefix string, t topology.Topology, o topolo
 		links = append(links, l)
 		local[n.Announced] = l.Addr()
 	}
-	dial := topology.MapDialer(local, o.DialTimeout)
+	dial := deploy.MapDialer(local, o.DialTimeout)
 	return chaos.Fanout(links...), t.NewClient(o, dial), dial, nil
 }
 

@@ -16,8 +16,8 @@ import (
 
 	"github.com/tenurelabs/tenure/chaos"
 	"github.com/tenurelabs/tenure/clock"
+	"github.com/tenurelabs/tenure/deploy"
 	"github.com/tenurelabs/tenure/history"
-	"github.com/tenurelabs/tenure/internal/topology"
 )
 
 // runner is one run's fleet and surroundings; it implements chaos.Env.
@@ -279,12 +279,12 @@ func (r *runner) newInProcessInstance(slot int, id string) (*vinstance, error) {
 // instanceLink creates the link an instance's backend traffic flows through and the Redis client that
 // uses it. On one node the link is one proxy; on a topology (see TopologyBackend) it is one proxy per
 // node, and the client is the topology's own, dialing each node through the instance's proxy for it.
-func (r *runner) instanceLink(slot int) (chaos.Link, redis.UniversalClient, topology.Dialer, error) {
+func (r *runner) instanceLink(slot int) (chaos.Link, redis.UniversalClient, deploy.Dialer, error) {
 	// Proxies are named by slot, so that whatever a link derives from its name (the latency jitter
 	// seed) follows the run's seed and not the clock in the instance ID.
 	name := fmt.Sprintf("%sslot-%d", r.linkPrefix, slot)
 	if tb, ok := r.backend.(TopologyBackend); ok && r.pg == nil {
-		return topologyLinks(r.proxies, name, tb.Topology(), topology.ClientOptions{
+		return topologyLinks(r.proxies, name, tb.Topology(), deploy.ClientOptions{
 			DialTimeout: r.timing.OpTimeout, ReadTimeout: r.timing.OpTimeout, WriteTimeout: r.timing.OpTimeout,
 			PoolSize: 8, MaxRetries: 3,
 		})

@@ -1,4 +1,4 @@
-package topology_test
+package deploy_test
 
 import (
 	"context"
@@ -14,29 +14,29 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tenurelabs/tenure/chaos"
+	"github.com/tenurelabs/tenure/deploy"
 	"github.com/tenurelabs/tenure/internal/redisserver"
-	"github.com/tenurelabs/tenure/internal/topology"
 )
 
-func startSentinel(t *testing.T) *topology.Sentinel {
+func startSentinel(t *testing.T) *deploy.Sentinel {
 	t.Helper()
-	return startSentinelWith(t, topology.SentinelOptions{TimeScale: 0.1, Seed: 1})
+	return startSentinelWith(t, deploy.SentinelOptions{TimeScale: 0.1, Seed: 1})
 }
 
-func startSentinelWith(t *testing.T, o topology.SentinelOptions) *topology.Sentinel {
+func startSentinelWith(t *testing.T, o deploy.SentinelOptions) *deploy.Sentinel {
 	t.Helper()
 	if _, ok := redisserver.Available(); !ok {
 		t.Skip("redis-server not installed")
 	}
 	ctx := context.Background()
-	s, err := topology.StartSentinel(ctx, o)
+	s, err := deploy.StartSentinel(ctx, o)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, s.Close()) })
 	return s
 }
 
 // clientLinks gives a client its own proxy in front of every node, as the harness gives each instance.
-func clientLinks(t *testing.T, s *topology.Sentinel) (map[string]chaos.Link, topology.Dialer) {
+func clientLinks(t *testing.T, s *deploy.Sentinel) (map[string]chaos.Link, deploy.Dialer) {
 	t.Helper()
 	p := chaos.NewEmbedded(2)
 	t.Cleanup(func() { _ = p.Close() })
@@ -48,13 +48,13 @@ func clientLinks(t *testing.T, s *topology.Sentinel) (map[string]chaos.Link, top
 		links[n.Name] = l
 		local[n.Announced] = l.Addr()
 	}
-	return links, topology.MapDialer(local, time.Second)
+	return links, deploy.MapDialer(local, time.Second)
 }
 
 func TestSentinelPromotesAndClientFollows(t *testing.T) {
 	logs := t.TempDir()
 	// A tenth of spec time: down-after 500 ms.
-	s := startSentinelWith(t, topology.SentinelOptions{TimeScale: 0.1, Seed: 1, LogDir: logs})
+	s := startSentinelWith(t, deploy.SentinelOptions{TimeScale: 0.1, Seed: 1, LogDir: logs})
 	ctx := context.Background()
 	require.Len(t, s.DataNodes(), 3)
 	require.Len(t, s.Sentinels(), 3)
@@ -64,12 +64,12 @@ func TestSentinelPromotesAndClientFollows(t *testing.T) {
 	require.Equal(t, "redis-0", p.Name)
 
 	_, dial := clientLinks(t, s)
-	c := s.NewClient(topology.ClientOptions{DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second, PoolSize: 2, MaxRetries: 0}, dial)
+	c := s.NewClient(deploy.ClientOptions{DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second, PoolSize: 2, MaxRetries: 0}, dial)
 	t.Cleanup(func() { _ = c.Close() })
 	require.NoError(t, c.Set(ctx, "k", "before", 0).Err())
 
-	promoted := make(chan topology.Promotion, 4)
-	stop := s.WatchPromotions(ctx, func(p topology.Promotion) { promoted <- p })
+	promoted := make(chan deploy.Promotion, 4)
+	stop := s.WatchPromotions(ctx, func(p deploy.Promotion) { promoted <- p })
 	defer stop()
 
 	srv, err := s.Server(p.Name)
@@ -118,7 +118,7 @@ func TestSentinelClientLinksAreTheClientsOwn(t *testing.T) {
 	s := startSentinel(t)
 	ctx := context.Background()
 	links, dial := clientLinks(t, s)
-	c := s.NewClient(topology.ClientOptions{DialTimeout: 300 * time.Millisecond, ReadTimeout: 300 * time.Millisecond, WriteTimeout: 300 * time.Millisecond, PoolSize: 2, MaxRetries: -1}, dial)
+	c := s.NewClient(deploy.ClientOptions{DialTimeout: 300 * time.Millisecond, ReadTimeout: 300 * time.Millisecond, WriteTimeout: 300 * time.Millisecond, PoolSize: 2, MaxRetries: -1}, dial)
 	t.Cleanup(func() { _ = c.Close() })
 	require.NoError(t, c.Set(ctx, "k", "v", 0).Err())
 	for _, l := range links {
@@ -152,15 +152,15 @@ func TestSentinelIsolatedPrimaryLosesAcknowledgedWrites(t *testing.T) {
 	require.NoError(t, err)
 	_ = old
 
-	promoted := make(chan topology.Promotion, 4)
-	stop := s.WatchPromotions(ctx, func(p topology.Promotion) { promoted <- p })
+	promoted := make(chan deploy.Promotion, 4)
+	stop := s.WatchPromotions(ctx, func(p deploy.Promotion) { promoted <- p })
 	defer stop()
 	require.NoError(t, peer.Partition())
 
 	// Straight to the old primary (as a client whose sentinel has not told it yet).
 	direct := redisClient(p.Listen)
 	defer direct.Close()
-	var pr topology.Promotion
+	var pr deploy.Promotion
 	select {
 	case pr = <-promoted:
 	case <-time.After(30 * time.Second):
@@ -197,11 +197,11 @@ func waitUntil(d time.Duration, f func() error) error {
 }
 
 func TestSentinelRefusesWithoutBinary(t *testing.T) {
-	_, err := topology.StartSentinel(context.Background(), topology.SentinelOptions{Binary: "/nonexistent/redis-server"})
+	_, err := deploy.StartSentinel(context.Background(), deploy.SentinelOptions{Binary: "/nonexistent/redis-server"})
 	require.Error(t, err)
 	require.True(t, strings.Contains(err.Error(), "redis-server") || errors.Is(err, redisserver.ErrNoBinary), err.Error())
 	t.Setenv("PATH", t.TempDir())
-	_, err = topology.StartSentinel(context.Background(), topology.SentinelOptions{})
+	_, err = deploy.StartSentinel(context.Background(), deploy.SentinelOptions{})
 	require.ErrorIs(t, err, redisserver.ErrNoBinary)
 }
 

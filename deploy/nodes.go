@@ -22,7 +22,7 @@
 // To add a topology: start its processes with redisserver, give each a peer proxy before it starts (pick
 // the port, create the proxy towards it, then start the process announcing the proxy), implement
 // Topology, and check it is settled before returning from its constructor.
-package topology
+package deploy
 
 import (
 	"context"
