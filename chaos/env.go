@@ -1,7 +1,8 @@
 // Package chaos holds the faults Tenure injects and the seeded schedules that order them.
 //
 // A Fault acts on an Env, which the simulator implements: its instances, their links to the backend
-// (toxiproxy proxies, see Link), their clocks, the backend process and the poll targets. Each fault type
+// (toxiproxy proxies, see Link), their clocks, the Redis deployment (a deploy.Deployment) and the poll
+// targets. Each fault type
 // lives in a file of its own. A Schedule is data — a list of Steps at spec times — so the same seed always
 // yields the same schedule, which is printed and saved with every run.
 package chaos
@@ -11,11 +12,14 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/tenurelabs/tenure/deploy"
 )
 
 // ErrUnsupported is returned by a fault the backend or environment cannot carry out (pausing an
-// external Redis, for example). The run fails with a setup error rather than pretending.
-var ErrUnsupported = errors.New("chaos: fault not supported here")
+// external Redis, for example). The run fails with a setup error rather than pretending. It is
+// deploy.ErrUnsupported, which a deployment's refusals wrap.
+var ErrUnsupported = deploy.ErrUnsupported
 
 // ErrNoTarget is returned when a fault names an instance slot that is not live at that moment.
 var ErrNoTarget = errors.New("chaos: no live instance in that slot")
@@ -39,7 +43,7 @@ type Env interface {
 	SetClockRate(id string, rate float64) error
 	// Link returns the instance's link to the backend.
 	Link(id string) (Link, error)
-	// Backend returns the backend's process controls.
+	// Backend returns the Redis deployment.
 	Backend() Backend
 	// Sessions returns the poll targets' controls.
 	Sessions() Sessions
@@ -47,17 +51,39 @@ type Env interface {
 	Holder(endpoint string) (string, bool)
 }
 
-// Backend controls the backend process. Methods return ErrUnsupported where the backend is not ours.
-type Backend interface {
-	// Kill ends the process; its data is lost.
-	Kill() error
-	// Start starts a killed backend again on the same address, empty.
-	Start() error
-	// Restart is Kill then Start.
-	Restart() error
-	// Pause freezes the process (SIGSTOP); Resume continues it.
-	Pause() error
-	Resume() error
+// Backend is the Redis deployment faults hurt: its verbs (kill, pause, start again, reload, promote,
+// migrate, peer links) and what each means for each deployment are in package deploy.
+type Backend = deploy.Deployment
+
+// LeaseKeys is an optional capability of an Env: the key in which the system under test keeps an
+// endpoint's lease, so that a fault aimed at "the shard serving ep-0" hits the shard that holds it
+// whatever the system names its keys. Without it, or before the system wrote one, the key is the
+// endpoint's hash tag ("{ep-0}"), where the reference's cluster layout keeps it.
+type LeaseKeys interface {
+	LeaseKey(endpoint string) string
+}
+
+// leaseKey is the key of endpoint's lease (see LeaseKeys).
+func leaseKey(env Env, endpoint string) string {
+	if lk, ok := env.(LeaseKeys); ok {
+		if k := lk.LeaseKey(endpoint); k != "" {
+			return k
+		}
+	}
+	return "{" + endpoint + "}"
+}
+
+// onPrimary is the shape of every fault that hurts a primary: it resolves the data node that serves key
+// as a primary now ("" for the deployment's own primary; see deploy.Deployment.Primary) and does act to
+// it. The end act returns is returned even when act fails, so that what it started is undone.
+func onPrimary(ctx context.Context, env Env, key string, act func(d Backend, p deploy.Serving) (end func(context.Context) error, err error)) (func(context.Context) error, deploy.Serving, error) {
+	d := env.Backend()
+	p, err := d.Primary(ctx, key)
+	if err != nil {
+		return nil, p, err
+	}
+	end, err := act(d, p)
+	return end, p, err
 }
 
 // Sessions controls the poll targets. IDs are endpoint IDs.

@@ -2,13 +2,13 @@ package chaos_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/tenurelabs/tenure/chaos"
+	"github.com/tenurelabs/tenure/deploy"
 )
 
 // sessionsEnv is a fakeEnv whose sessions and backend record what faults do to them.
@@ -71,13 +71,10 @@ func TestPersistenceFaultsNeedTheirBackend(t *testing.T) {
 	}
 }
 
-type plainBackend struct{}
+// plainBackend is a deployment without persistence; every verb the faults must not reach panics.
+type plainBackend struct{ deploy.Deployment }
 
-func (plainBackend) Kill() error    { return errors.New("not here") }
-func (plainBackend) Start() error   { return errors.New("not here") }
-func (plainBackend) Restart() error { return errors.New("not here") }
-func (plainBackend) Pause() error   { return errors.New("not here") }
-func (plainBackend) Resume() error  { return errors.New("not here") }
+func (plainBackend) About() deploy.About { return deploy.About{Persistence: "none"} }
 
 // Slow faults scale their delay with the schedule.
 func TestSlowFaultsScale(t *testing.T) {

@@ -5,26 +5,14 @@ import (
 	"fmt"
 )
 
-// PersistentBackend is a backend that keeps its data on disk, as a Redis with RDB snapshots or an AOF
-// does. The persistence faults find it by type assertion on Env.Backend.
-type PersistentBackend interface {
-	Backend
-	// Persistence is "none", "rdb" or "aof".
-	Persistence() string
-	// Save writes an RDB snapshot now.
-	Save() error
-	// Reload kills the process (as kill -9) and starts it again loading what its files hold.
-	Reload() error
-}
-
-// persistentBackend returns the env's backend as a PersistentBackend running with mode, or an error
-// that says which backend the fault needs.
-func persistentBackend(env Env, fault, mode string) (PersistentBackend, error) {
-	pb, ok := env.Backend().(PersistentBackend)
-	if !ok || pb.Persistence() != mode {
+// persistentBackend returns the env's backend when it keeps its data on disk with mode (as a Redis
+// with RDB snapshots or an AOF does), or an error that says which backend the fault needs.
+func persistentBackend(env Env, fault, mode string) (Backend, error) {
+	d := env.Backend()
+	if d == nil || d.About().Persistence != mode {
 		return nil, fmt.Errorf("%w: %s needs a Redis with %s persistence: use --redis server:%s", ErrUnsupported, fault, mode, mode)
 	}
-	return pb, nil
+	return d, nil
 }
 
 // RedisRestartFromSnapshot snapshots the backend (SAVE) when the step starts, lets it run on, and when
@@ -42,16 +30,16 @@ type RedisRestartFromSnapshot struct{}
 func (RedisRestartFromSnapshot) Name() string { return "redis-restart-from-snapshot" }
 
 // Apply implements Fault.
-func (f RedisRestartFromSnapshot) Apply(_ context.Context, env Env) (func(context.Context) error, Applied, error) {
+func (f RedisRestartFromSnapshot) Apply(ctx context.Context, env Env) (func(context.Context) error, Applied, error) {
 	a := Applied{Wipes: true, Params: map[string]string{"data": "rolled back to the snapshot taken when the fault began"}}
 	pb, err := persistentBackend(env, f.Name(), "rdb")
 	if err != nil {
 		return nil, a, err
 	}
-	if err := pb.Save(); err != nil {
+	if err := pb.Save(ctx); err != nil {
 		return nil, a, err
 	}
-	return func(context.Context) error { return pb.Reload() }, a, nil
+	return func(ctx context.Context) error { return pb.Reload(ctx) }, a, nil
 }
 
 // RedisRestartAOF kills the backend (kill -9) and restarts it at once loading its append-only file
@@ -63,11 +51,11 @@ type RedisRestartAOF struct{}
 func (RedisRestartAOF) Name() string { return "redis-restart-aof" }
 
 // Apply implements Fault.
-func (f RedisRestartAOF) Apply(_ context.Context, env Env) (func(context.Context) error, Applied, error) {
+func (f RedisRestartAOF) Apply(ctx context.Context, env Env) (func(context.Context) error, Applied, error) {
 	a := Applied{Params: map[string]string{"data": "reloaded from the AOF (appendfsync everysec)"}}
 	pb, err := persistentBackend(env, f.Name(), "aof")
 	if err != nil {
 		return nil, a, err
 	}
-	return nil, a, pb.Reload()
+	return nil, a, pb.Reload(ctx)
 }

@@ -6,33 +6,29 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/tenurelabs/tenure/deploy"
 )
 
-// Replicated is an optional capability of a Backend: a primary with replicas under automatic failover
-// (a Sentinel set). Nodes are named ("redis-0"); each has a peer link, the proxy its replicas and the
-// sentinels reach it through, which no instance uses.
-type Replicated interface {
-	// Primary names the node the failover mechanism currently holds to be the primary.
-	Primary(ctx context.Context) (string, error)
-	// DataNodes names every data node, in a fixed order.
-	DataNodes() []string
-	// KillNode kills a node's process (SIGKILL).
-	KillNode(name string) error
-	// PeerLink is the link a node's peers reach it through.
-	PeerLink(name string) (Link, error)
-	// Failover asks the failover mechanism for a graceful promotion (SENTINEL FAILOVER).
-	Failover(ctx context.Context) error
-}
+// The faults of a primary with replicas under automatic failover (a Sentinel set). Nodes are named
+// ("redis-0"); each has a peer link, the proxy its replicas and the sentinels reach it through, which no
+// instance uses.
 
 // ErrNotReplicated is wrapped by the replicated-backend faults on a backend without replicas.
 var ErrNotReplicated = fmt.Errorf("%w: the fault needs a primary with replicas under failover (--redis sentinel)", ErrUnsupported)
 
-func replicated(env Env) (Replicated, error) {
-	r, ok := env.Backend().(Replicated)
-	if !ok {
-		return nil, ErrNotReplicated
+// onSetPrimary is the shape of PrimaryKill, PrimaryIsolate and ManualFailover: on a Sentinel set, the
+// primary the sentinels name now is recorded as the fault's "node" and act does the fault to it.
+func onSetPrimary(ctx context.Context, env Env, act func(d Backend, node string, a Applied) (func(context.Context) error, error)) (func(context.Context) error, Applied, error) {
+	if d := env.Backend(); d == nil || d.About().Topology != deploy.TopologySentinel {
+		return nil, Applied{}, ErrNotReplicated
 	}
-	return r, nil
+	var a Applied
+	end, _, err := onPrimary(ctx, env, "", func(d Backend, p deploy.Serving) (func(context.Context) error, error) {
+		a = Applied{Params: map[string]string{"node": p.Node}}
+		return act(d, p.Node, a)
+	})
+	return end, a, err
 }
 
 // PrimaryKill kills the current primary with SIGKILL, as a crashed host: whatever it acknowledged and
@@ -54,28 +50,21 @@ func (PrimaryKill) Name() string { return "primary-kill" }
 
 // Apply implements Fault.
 func (f PrimaryKill) Apply(ctx context.Context, env Env) (func(context.Context) error, Applied, error) {
-	r, err := replicated(env)
-	if err != nil {
-		return nil, Applied{}, err
-	}
-	p, err := r.Primary(ctx)
-	if err != nil {
-		return nil, Applied{}, err
-	}
-	a := Applied{Params: map[string]string{"node": p}}
-	if f.DropInFlight {
-		a.Params["in_flight"] = "dropped"
-		l, err := r.PeerLink(p)
-		if err != nil {
-			return nil, a, err
+	return onSetPrimary(ctx, env, func(d Backend, node string, a Applied) (func(context.Context) error, error) {
+		if f.DropInFlight {
+			a.Params["in_flight"] = "dropped"
+			l, err := d.PeerLink(node)
+			if err != nil {
+				return nil, err
+			}
+			// The link first: a write the primary acknowledges in between is lost as well, as it would
+			// be a moment later.
+			if err := l.Kill(); err != nil {
+				return nil, err
+			}
 		}
-		// The link first: a write the primary acknowledges in between is lost as well, as it would be a
-		// moment later.
-		if err := l.Kill(); err != nil {
-			return nil, a, err
-		}
-	}
-	return nil, a, r.KillNode(p)
+		return nil, d.Kill(ctx, node)
+	})
 }
 
 // PrimaryIsolate cuts the current primary's peer link both ways for the step's duration: its replicas
@@ -89,20 +78,29 @@ func (PrimaryIsolate) Name() string { return "primary-isolate" }
 
 // Apply implements Fault.
 func (PrimaryIsolate) Apply(ctx context.Context, env Env) (func(context.Context) error, Applied, error) {
-	r, err := replicated(env)
-	if err != nil {
-		return nil, Applied{}, err
-	}
-	p, err := r.Primary(ctx)
-	if err != nil {
-		return nil, Applied{}, err
-	}
-	a := Applied{Params: map[string]string{"node": p}}
-	l, err := r.PeerLink(p)
-	if err != nil {
-		return nil, a, err
-	}
-	return func(context.Context) error { return l.Heal() }, a, l.Partition()
+	return onSetPrimary(ctx, env, func(d Backend, node string, _ Applied) (func(context.Context) error, error) {
+		l, err := d.PeerLink(node)
+		if err != nil {
+			return nil, err
+		}
+		return func(context.Context) error { return l.Heal() }, l.Partition()
+	})
+}
+
+// ManualFailover asks the sentinels for a graceful failover (SENTINEL FAILOVER): the primary is
+// demoted and a replica promoted without either being down. Sentinel promotes the replica without
+// first stopping writes on the old primary, so a write the old primary acknowledges before it is
+// reconfigured as a replica can be lost.
+type ManualFailover struct{}
+
+// Name implements Fault.
+func (ManualFailover) Name() string { return "sentinel-failover" }
+
+// Apply implements Fault.
+func (ManualFailover) Apply(ctx context.Context, env Env) (func(context.Context) error, Applied, error) {
+	return onSetPrimary(ctx, env, func(d Backend, _ string, _ Applied) (func(context.Context) error, error) {
+		return nil, d.Promote(ctx)
+	})
 }
 
 // ReplicationLatency slows the peer link of every data node by Latency ± Jitter per round trip:
@@ -131,16 +129,26 @@ func (f ReplicationLatency) MarshalJSON() ([]byte, error) {
 
 // Apply implements Fault.
 func (f ReplicationLatency) Apply(_ context.Context, env Env) (func(context.Context) error, Applied, error) {
-	r, err := replicated(env)
-	if err != nil {
-		return nil, Applied{}, err
+	d := env.Backend()
+	if d == nil || d.About().Topology != deploy.TopologySentinel {
+		return nil, Applied{}, ErrNotReplicated
 	}
 	a := Applied{Params: map[string]string{"latency": ms(f.Latency), "jitter": ms(f.Jitter)}}
-	var links []Link
-	for _, n := range r.DataNodes() {
-		l, err := r.PeerLink(n)
+	var links []deploy.Link
+	heal := func(context.Context) error {
+		var errs []error
+		for _, l := range links {
+			errs = append(errs, l.Heal())
+		}
+		return errors.Join(errs...)
+	}
+	for _, n := range d.Nodes() {
+		if n.Sentinel {
+			continue
+		}
+		l, err := d.PeerLink(n.Name)
 		if err != nil {
-			return healAll(links), a, err
+			return heal, a, err
 		}
 		links = append(links, l)
 	}
@@ -148,27 +156,5 @@ func (f ReplicationLatency) Apply(_ context.Context, env Env) (func(context.Cont
 	for _, l := range links {
 		errs = append(errs, l.Latency(f.Latency, f.Jitter))
 	}
-	return healAll(links), a, errors.Join(errs...)
-}
-
-// ManualFailover asks the sentinels for a graceful failover (SENTINEL FAILOVER): the primary is
-// demoted and a replica promoted without either being down. Sentinel promotes the replica without
-// first stopping writes on the old primary, so a write the old primary acknowledges before it is
-// reconfigured as a replica can be lost.
-type ManualFailover struct{}
-
-// Name implements Fault.
-func (ManualFailover) Name() string { return "sentinel-failover" }
-
-// Apply implements Fault.
-func (ManualFailover) Apply(ctx context.Context, env Env) (func(context.Context) error, Applied, error) {
-	r, err := replicated(env)
-	if err != nil {
-		return nil, Applied{}, err
-	}
-	p, err := r.Primary(ctx)
-	if err != nil {
-		return nil, Applied{}, err
-	}
-	return nil, Applied{Params: map[string]string{"node": p}}, r.Failover(ctx)
+	return heal, a, errors.Join(errs...)
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/tenurelabs/tenure/chaos"
 	"github.com/tenurelabs/tenure/internal/redisserver"
 )
 
@@ -48,7 +47,7 @@ type ClusterOptions struct {
 	// Binary is the redis-server executable; default "redis-server" from PATH.
 	Binary string
 	// Proxies creates the nodes' announced links (required).
-	Proxies chaos.Proxies
+	Proxies Proxies
 	// NodeTimeout is cluster-node-timeout: how long a primary may be unreachable before its replica
 	// takes over. Default 1s.
 	NodeTimeout time.Duration
@@ -69,7 +68,7 @@ type ClusterNode struct {
 	Server *redisserver.Server
 	// Link is the proxy the node announces for its client port (what replicas, redirects and
 	// MIGRATE use); BusLink the one it announces for its cluster bus.
-	Link, BusLink chaos.Link
+	Link, BusLink Link
 	// ID is the node's cluster node ID.
 	ID string
 	// Shard is the index of the shard the node was created in (its role may have changed since).
@@ -89,16 +88,22 @@ func (n *ClusterNode) Announced() string { return n.Link.Addr() }
 type Cluster struct {
 	opts  ClusterOptions
 	nodes []*ClusterNode
+	admin lazyClient // the harness's own client (Admin)
 
 	mu     sync.Mutex
 	closed bool
+	// watch is the promotion watcher Watch set (nil when none), and watchCtx ends with its stop;
+	// followers are the goroutines following a killed primary's slots.
+	watch     func(Promotion)
+	watchCtx  context.Context
+	followers sync.WaitGroup
 }
 
 // StartCluster starts six nodes, creates the cluster (slots split evenly over three primaries, one
 // replica each) and waits until Check passes. On error every process and proxy started is gone.
 func StartCluster(ctx context.Context, opts ClusterOptions) (*Cluster, error) {
 	if opts.Proxies == nil {
-		return nil, errors.New("topology: ClusterOptions.Proxies is required (chaos.NewEmbedded, or chaos.NewRemote for a toxiproxy-server)")
+		return nil, needProxies(nil, "a Redis Cluster")
 	}
 	if opts.NodeTimeout <= 0 {
 		opts.NodeTimeout = time.Second
@@ -194,7 +199,7 @@ func (c *Cluster) startNodeOnce(i int) (*ClusterNode, error) {
 	if err != nil {
 		_ = n.Link.Close()
 		_ = n.BusLink.Close()
-		return nil, fmt.Errorf("topology: cluster node %d: %w", i, err)
+		return nil, fmt.Errorf("deploy: cluster node %d: %w", i, err)
 	}
 	n.ctl = redis.NewClient(&redis.Options{Addr: n.Server.Addr(), MaxRetries: -1, DialTimeout: 2 * time.Second,
 		ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second})
@@ -206,7 +211,7 @@ func (c *Cluster) create(ctx context.Context) error {
 	for _, n := range c.nodes {
 		id, err := n.ctl.ClusterMyID(ctx).Result()
 		if err != nil {
-			return fmt.Errorf("topology: CLUSTER MYID on %s: %w", n.Server.Addr(), err)
+			return fmt.Errorf("deploy: CLUSTER MYID on %s: %w", n.Server.Addr(), err)
 		}
 		n.ID = id
 	}
@@ -217,7 +222,7 @@ func (c *Cluster) create(ctx context.Context) error {
 			hi = clusterSlots - 1
 		}
 		if err := c.nodes[i].ctl.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", lo, hi).Err(); err != nil {
-			return fmt.Errorf("topology: CLUSTER ADDSLOTSRANGE %d %d: %w", lo, hi, err)
+			return fmt.Errorf("deploy: CLUSTER ADDSLOTSRANGE %d %d: %w", lo, hi, err)
 		}
 	}
 	first := c.nodes[0]
@@ -225,7 +230,7 @@ func (c *Cluster) create(ctx context.Context) error {
 		host, port, _ := net.SplitHostPort(n.Announced())
 		_, bus, _ := net.SplitHostPort(n.BusLink.Addr())
 		if err := first.ctl.Do(ctx, "CLUSTER", "MEET", host, port, bus).Err(); err != nil {
-			return fmt.Errorf("topology: CLUSTER MEET %s: %w", n.Announced(), err)
+			return fmt.Errorf("deploy: CLUSTER MEET %s: %w", n.Announced(), err)
 		}
 	}
 	// A replica can be attached only once it knows its primary.
@@ -238,7 +243,7 @@ func (c *Cluster) create(ctx context.Context) error {
 				break
 			}
 			if time.Now().After(deadline) || ctx.Err() != nil {
-				return fmt.Errorf("topology: CLUSTER REPLICATE %s on %s: %w", primary.ID, r.Announced(), errors.Join(err, ctx.Err()))
+				return fmt.Errorf("deploy: CLUSTER REPLICATE %s on %s: %w", primary.ID, r.Announced(), errors.Join(err, ctx.Err()))
 			}
 			if !sleepCtx(ctx, 50*time.Millisecond) {
 				return ctx.Err()
@@ -246,17 +251,6 @@ func (c *Cluster) create(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 // Members returns every node, primaries of the initial layout first.
@@ -276,20 +270,20 @@ func (c *Cluster) Seeds() []string {
 func (c *Cluster) Check(ctx context.Context) error {
 	live := c.live()
 	if len(live) == 0 {
-		return errors.New("topology: no cluster node is running")
+		return errors.New("deploy: no cluster node is running")
 	}
 	for _, n := range live {
 		info, err := n.ctl.ClusterInfo(ctx).Result()
 		if err != nil {
-			return fmt.Errorf("topology: CLUSTER INFO on %s: %w", n.Announced(), err)
+			return fmt.Errorf("deploy: CLUSTER INFO on %s: %w", n.Announced(), err)
 		}
 		if !strings.Contains(info, "cluster_state:ok") {
-			return fmt.Errorf("topology: node %s is not cluster_state:ok", n.Announced())
+			return fmt.Errorf("deploy: node %s is not cluster_state:ok", n.Announced())
 		}
 	}
 	shards, err := live[0].ctl.ClusterShards(ctx).Result()
 	if err != nil {
-		return fmt.Errorf("topology: CLUSTER SHARDS: %w", err)
+		return fmt.Errorf("deploy: CLUSTER SHARDS: %w", err)
 	}
 	covered := 0
 	for _, sh := range shards {
@@ -309,23 +303,23 @@ func (c *Cluster) Check(ctx context.Context) error {
 		for _, r := range sh.Slots {
 			covered += int(r.End-r.Start) + 1
 			if !primary {
-				return fmt.Errorf("topology: slots %d-%d have no live primary", r.Start, r.End)
+				return fmt.Errorf("deploy: slots %d-%d have no live primary", r.Start, r.End)
 			}
 		}
 		if len(sh.Slots) > 0 && replicas == 0 {
-			return fmt.Errorf("topology: the shard serving slots %d-%d has no live replica", sh.Slots[0].Start, sh.Slots[0].End)
+			return fmt.Errorf("deploy: the shard serving slots %d-%d has no live replica", sh.Slots[0].Start, sh.Slots[0].End)
 		}
 	}
 	if covered != clusterSlots {
-		return fmt.Errorf("topology: %d of %d slots are served", covered, clusterSlots)
+		return fmt.Errorf("deploy: %d of %d slots are served", covered, clusterSlots)
 	}
 	for _, nd := range live {
 		role, err := nd.ctl.Do(ctx, "ROLE").Slice()
 		if err != nil {
-			return fmt.Errorf("topology: ROLE on %s: %w", nd.Announced(), err)
+			return fmt.Errorf("deploy: ROLE on %s: %w", nd.Announced(), err)
 		}
 		if len(role) >= 4 && role[0] == "slave" && role[3] != "connected" {
-			return fmt.Errorf("topology: replica %s is %v to its primary", nd.Announced(), role[3])
+			return fmt.Errorf("deploy: replica %s is %v to its primary", nd.Announced(), role[3])
 		}
 	}
 	return nil
@@ -339,7 +333,7 @@ func (c *Cluster) WaitHealthy(ctx context.Context) error {
 			return nil
 		}
 		if !sleepCtx(ctx, 50*time.Millisecond) {
-			return fmt.Errorf("topology: cluster not ready: %w", err)
+			return fmt.Errorf("deploy: cluster not ready: %w", err)
 		}
 	}
 }
@@ -353,7 +347,7 @@ func (c *Cluster) WaitServed(ctx context.Context) error {
 			return nil
 		}
 		if !sleepCtx(ctx, 20*time.Millisecond) {
-			return fmt.Errorf("topology: cluster not serving every slot: %w", err)
+			return fmt.Errorf("deploy: cluster not serving every slot: %w", err)
 		}
 	}
 }
@@ -389,32 +383,55 @@ func (c *Cluster) Slot(ctx context.Context, key string) (int, error) {
 			return int(s), nil
 		}
 	}
-	return 0, errors.New("topology: no live node answered CLUSTER KEYSLOT")
+	return 0, errors.New("deploy: no live node answered CLUSTER KEYSLOT")
 }
 
 // PrimaryOf returns the live node that serves slot as a primary, as the live nodes see it now.
 func (c *Cluster) PrimaryOf(ctx context.Context, slot int) (*ClusterNode, error) {
+	n, _, err := c.primaryOf(ctx, slot)
+	return n, err
+}
+
+// primaryOf is PrimaryOf, with every slot range that node serves ("0-5460,10923-10923").
+func (c *Cluster) primaryOf(ctx context.Context, slot int) (*ClusterNode, string, error) {
 	for _, n := range c.live() {
 		shards, err := n.ctl.ClusterShards(ctx).Result()
 		if err != nil {
 			continue
 		}
 		for _, sh := range shards {
-			for _, r := range sh.Slots {
-				if int(r.Start) > slot || slot > int(r.End) {
-					continue
-				}
-				for _, nd := range sh.Nodes {
-					if nd.Role == "master" && nd.Health == "online" {
-						if node := c.byID(nd.ID); node != nil && node.Server.Running() {
-							return node, nil
-						}
+			if !serves(sh, slot) {
+				continue
+			}
+			for _, nd := range sh.Nodes {
+				if nd.Role == "master" && nd.Health == "online" {
+					if node := c.byID(nd.ID); node != nil && node.Server.Running() {
+						return node, slotRanges(sh), nil
 					}
 				}
 			}
 		}
 	}
-	return nil, fmt.Errorf("topology: no live primary serves slot %d", slot)
+	return nil, "", fmt.Errorf("deploy: no live primary serves slot %d", slot)
+}
+
+// serves reports whether shard serves slot.
+func serves(sh redis.ClusterShard, slot int) bool {
+	for _, r := range sh.Slots {
+		if int(r.Start) <= slot && slot <= int(r.End) {
+			return true
+		}
+	}
+	return false
+}
+
+// slotRanges lists a shard's slots as comma-separated inclusive ranges.
+func slotRanges(sh redis.ClusterShard) string {
+	ranges := make([]string, len(sh.Slots))
+	for i, r := range sh.Slots {
+		ranges[i] = fmt.Sprintf("%d-%d", r.Start, r.End)
+	}
+	return strings.Join(ranges, ",")
 }
 
 // ReplicaOf returns a live replica of primary.
@@ -431,7 +448,7 @@ func (c *Cluster) ReplicaOf(ctx context.Context, primary *ClusterNode) (*Cluster
 			return n, nil
 		}
 	}
-	return nil, fmt.Errorf("topology: primary %s has no live replica", primary.Announced())
+	return nil, fmt.Errorf("deploy: primary %s has no live replica", primary.Announced())
 }
 
 func (c *Cluster) byID(id string) *ClusterNode {
@@ -443,155 +460,6 @@ func (c *Cluster) byID(id string) *ClusterNode {
 	return nil
 }
 
-// KillPrimary kills (SIGKILL) the primary serving key's slot and waits until another node serves it
-// (its replica, promoted by the cluster's own failure detection) and every slot is served again. It
-// returns the killed node and the promoted one.
-func (c *Cluster) KillPrimary(ctx context.Context, key string) (killed, promoted *ClusterNode, err error) {
-	slot, err := c.Slot(ctx, key)
-	if err != nil {
-		return nil, nil, err
-	}
-	killed, err = c.PrimaryOf(ctx, slot)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := killed.Server.Kill(); err != nil {
-		return killed, nil, fmt.Errorf("topology: kill %s: %w", killed.Announced(), err)
-	}
-	for {
-		if p, err := c.PrimaryOf(ctx, slot); err == nil && p != killed {
-			if err := c.WaitServed(ctx); err != nil {
-				return killed, p, err
-			}
-			return killed, p, nil
-		}
-		if !sleepCtx(ctx, 20*time.Millisecond) {
-			return killed, nil, fmt.Errorf("topology: no replica took over slot %d after %s was killed: %w", slot, killed.Announced(), ctx.Err())
-		}
-	}
-}
-
-// MigrateSlot moves slot to the primary to, as redis-cli --cluster reshard does: IMPORTING on the
-// target, MIGRATING on the source, MIGRATE of the slot's keys in batches of batch (through the
-// target's announced link), then SETSLOT NODE on both and on every other primary. Between the batches
-// pause is waited, so clients meet the ASK redirects of a slot half moved. A slot already on to is left
-// alone.
-func (c *Cluster) MigrateSlot(ctx context.Context, slot int, to *ClusterNode, batch int, pause time.Duration) error {
-	from, err := c.PrimaryOf(ctx, slot)
-	if err != nil {
-		return err
-	}
-	if from == to {
-		return nil
-	}
-	if batch <= 0 {
-		batch = 10
-	}
-	if err := to.ctl.Do(ctx, "CLUSTER", "SETSLOT", slot, "IMPORTING", from.ID).Err(); err != nil {
-		return fmt.Errorf("topology: SETSLOT %d IMPORTING on %s: %w", slot, to.Announced(), err)
-	}
-	if err := from.ctl.Do(ctx, "CLUSTER", "SETSLOT", slot, "MIGRATING", to.ID).Err(); err != nil {
-		return fmt.Errorf("topology: SETSLOT %d MIGRATING on %s: %w", slot, from.Announced(), err)
-	}
-	host, port, _ := net.SplitHostPort(to.Announced())
-	for {
-		ks, err := from.ctl.ClusterGetKeysInSlot(ctx, slot, batch).Result()
-		if err != nil {
-			return fmt.Errorf("topology: GETKEYSINSLOT %d: %w", slot, err)
-		}
-		if len(ks) == 0 {
-			break
-		}
-		args := []any{"MIGRATE", host, port, "", 0, 5000, "KEYS"}
-		for _, k := range ks {
-			args = append(args, k)
-		}
-		if err := from.ctl.Do(ctx, args...).Err(); err != nil && err.Error() != "NOKEY" {
-			return fmt.Errorf("topology: MIGRATE %d keys of slot %d to %s: %w", len(ks), slot, to.Announced(), err)
-		}
-		if pause > 0 && !sleepCtx(ctx, pause) {
-			return ctx.Err()
-		}
-	}
-	// The target first, so that the slot is never owned by nobody; the other primaries learn it now
-	// rather than by gossip (replicas refuse SETSLOT and learn it from their primaries).
-	done := map[*ClusterNode]bool{}
-	for _, n := range append([]*ClusterNode{to, from}, c.live()...) {
-		if done[n] {
-			continue
-		}
-		done[n] = true
-		if role, err := n.ctl.Do(ctx, "ROLE").Slice(); err != nil || len(role) == 0 || role[0] != "master" {
-			continue
-		}
-		if err := n.ctl.Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", to.ID).Err(); err != nil {
-			return fmt.Errorf("topology: SETSLOT %d NODE on %s: %w", slot, n.Announced(), err)
-		}
-	}
-	return nil
-}
-
-// ClientLinks are one client's proxies, one per node, and the Dialer that routes the announced address
-// of each node through its proxy.
-type ClientLinks struct {
-	// Links maps each node's announced address to this client's proxy for that node.
-	Links map[string]chaos.Link
-}
-
-// NewClientLinks creates one client's proxies (named name-node<i>) with proxies.
-func (c *Cluster) NewClientLinks(proxies chaos.Proxies, name string) (*ClientLinks, error) {
-	l := &ClientLinks{Links: make(map[string]chaos.Link, len(c.nodes))}
-	for i, n := range c.nodes {
-		link, err := proxies.NewLink(fmt.Sprintf("%s-node%d", name, i), n.Server.Addr())
-		if err != nil {
-			l.Close()
-			return nil, err
-		}
-		l.Links[n.Announced()] = link
-	}
-	return l, nil
-}
-
-// Dialer dials the client's proxy for the node at an announced address; an address that is no
-// node's is refused, so no connection leaves the harness's proxies.
-func (l *ClientLinks) Dialer() func(ctx context.Context, network, addr string) (net.Conn, error) {
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		link, ok := l.Links[addr]
-		if !ok {
-			return nil, fmt.Errorf("topology: %s is not an announced address of the cluster", addr)
-		}
-		var d net.Dialer
-		return d.DialContext(ctx, network, link.Addr())
-	}
-}
-
-// Close removes the client's proxies.
-func (l *ClientLinks) Close() {
-	for _, link := range l.Links {
-		_ = link.Close()
-	}
-}
-
-// Client returns a go-redis ClusterClient for the cluster through links (nil: the nodes' announced
-// proxies), with opts' other fields as given (opts may be nil). ClusterStateReloadInterval defaults
-// to 250ms here: go-redis learns a new slot owner from a MOVED reply or from a periodic reload (60s by
-// default since v9.22), and a killed primary sends no MOVED, so with the default a client keeps
-// dialling the dead node for up to a minute after its replica has taken over.
-func (c *Cluster) Client(links *ClientLinks, opts *redis.ClusterOptions) *redis.ClusterClient {
-	var o redis.ClusterOptions
-	if opts != nil {
-		o = *opts
-	}
-	if o.ClusterStateReloadInterval == 0 {
-		o.ClusterStateReloadInterval = 250 * time.Millisecond
-	}
-	o.Addrs = c.Seeds()
-	if links != nil {
-		o.Dialer = links.Dialer()
-	}
-	return redis.NewClusterClient(&o)
-}
-
 // Close kills every node and removes their proxies. It is safe to call more than once.
 func (c *Cluster) Close() error {
 	c.mu.Lock()
@@ -601,7 +469,7 @@ func (c *Cluster) Close() error {
 	}
 	c.closed = true
 	c.mu.Unlock()
-	var errs []error
+	errs := []error{c.admin.close()}
 	for _, n := range c.nodes {
 		if n.ctl != nil {
 			_ = n.ctl.Close()

@@ -3,19 +3,18 @@ package deploy
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/tenurelabs/tenure/chaos"
 	"github.com/tenurelabs/tenure/internal/redisserver"
 )
 
-// Cluster as a Topology: nodes are named redis-0 .. redis-5 in creation order (the first three were
-// the initial primaries), and a node's peer link is its announced client link (its bus link is
-// ClusterNode.BusLink).
-var _ Topology = (*Cluster)(nil)
+// A Redis Cluster's nodes as a Deployment lists them: named redis-0 .. redis-5 in creation order (the
+// first three were the initial primaries), a node's peer link being its announced client link (its
+// bus link is ClusterNode.BusLink).
 
-// Nodes implements Topology.
+// Nodes implements Deployment.
 func (c *Cluster) Nodes() []Node {
 	out := make([]Node, len(c.nodes))
 	for i, n := range c.nodes {
@@ -34,10 +33,10 @@ func (c *Cluster) byName(name string) (*ClusterNode, error) {
 	for i, n := range c.nodes {
 		names[i] = n.Name
 	}
-	return nil, fmt.Errorf("topology: no cluster node %q (nodes: %s)", name, strings.Join(names, ", "))
+	return nil, fmt.Errorf("deploy: no cluster node %q (nodes: %s)", name, strings.Join(names, ", "))
 }
 
-// Server implements Topology.
+// Server returns the process of the named node.
 func (c *Cluster) Server(name string) (*redisserver.Server, error) {
 	n, err := c.byName(name)
 	if err != nil {
@@ -46,9 +45,9 @@ func (c *Cluster) Server(name string) (*redisserver.Server, error) {
 	return n.Server, nil
 }
 
-// PeerLink implements Topology: the proxy the node announces for its client port, which replicas,
+// PeerLink implements Deployment: the proxy the node announces for its client port, which replicas,
 // MIGRATE and redirected clients reach it through.
-func (c *Cluster) PeerLink(name string) (chaos.Link, error) {
+func (c *Cluster) PeerLink(name string) (Link, error) {
 	n, err := c.byName(name)
 	if err != nil {
 		return nil, err
@@ -56,12 +55,15 @@ func (c *Cluster) PeerLink(name string) (chaos.Link, error) {
 	return n.Link, nil
 }
 
-// Describe implements Topology.
-func (c *Cluster) Describe() string {
-	return fmt.Sprintf("Redis Cluster, %d primaries and %d replicas (cluster-node-timeout %s)", clusterShards, clusterShards*clusterReplicas, c.opts.NodeTimeout)
+// About implements Deployment.
+func (c *Cluster) About() About {
+	return About{
+		Describe: fmt.Sprintf("Redis Cluster, %d primaries and %d replicas (cluster-node-timeout %s)", clusterShards, clusterShards*clusterReplicas, c.opts.NodeTimeout),
+		Topology: TopologyCluster, Persistence: redisserver.PersistNone,
+	}
 }
 
-// NewClient implements Topology: a ClusterClient whose every connection is opened by dial (see Client
+// NewClient implements Deployment: a ClusterClient whose every connection is opened by dial (see Client
 // for its state reload interval).
 func (c *Cluster) NewClient(o ClientOptions, dial Dialer) redis.UniversalClient {
 	return c.Client(nil, &redis.ClusterOptions{
@@ -69,5 +71,18 @@ func (c *Cluster) NewClient(o ClientOptions, dial Dialer) redis.UniversalClient 
 		DialTimeout: o.DialTimeout, ReadTimeout: o.ReadTimeout, WriteTimeout: o.WriteTimeout,
 		PoolSize: o.PoolSize, MaxRetries: o.MaxRetries, MaxRedirects: 8,
 		ContextTimeoutEnabled: true,
+	})
+}
+
+// Admin implements Deployment: a ClusterClient that reaches every node on its own port, past every
+// proxy, made on first use.
+func (c *Cluster) Admin() redis.UniversalClient {
+	return c.admin.get(func() redis.UniversalClient {
+		direct := map[string]string{}
+		for _, n := range c.Nodes() {
+			direct[n.Announced] = n.Listen
+		}
+		return c.Client(nil, &redis.ClusterOptions{Dialer: MapDialer(direct, 2*time.Second), MaxRetries: 3,
+			MaxRedirects: 8, ContextTimeoutEnabled: true})
 	})
 }

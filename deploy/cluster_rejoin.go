@@ -24,6 +24,29 @@ import (
 // answer a client as the owner of slots it no longer serves; go-redis only sends it commands when its
 // slot map says so, which it reloads from any node, this one included.
 
+// StartKilled implements Deployment: every node whose process is down starts again from its
+// nodes.conf, empty, and is waited for until it has rejoined (RestartNode), in node order.
+func (c *Cluster) StartKilled(ctx context.Context) ([]Rejoined, error) {
+	var out []Rejoined
+	var errs []error
+	for _, n := range c.Killed() {
+		role, of, err := c.RestartNode(ctx, n)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		r := Rejoined{Node: n.Name, Role: "primary"}
+		if role == "slave" {
+			r.Role = "replica"
+			if of != nil {
+				r.Of = of.Name
+			}
+		}
+		out = append(out, r)
+	}
+	return out, errors.Join(errs...)
+}
+
 // RestartNode starts the killed node n again from its nodes.conf and waits, up to ctx's deadline (one
 // of its own when ctx has none), until the cluster is whole again (Check: every slot served, every live
 // primary with a connected replica, every node cluster_state:ok) and every other live node sees n as n
@@ -34,17 +57,17 @@ func (c *Cluster) RestartNode(ctx context.Context, n *ClusterNode) (role string,
 	closed := c.closed
 	c.mu.Unlock()
 	if closed {
-		return "", nil, errors.New("topology: the cluster is closed")
+		return "", nil, errors.New("deploy: the cluster is closed")
 	}
 	if n == nil || c.byID(n.ID) != n {
-		return "", nil, errors.New("topology: RestartNode needs a node of this cluster (see Members)")
+		return "", nil, errors.New("deploy: RestartNode needs a node of this cluster (see Members)")
 	}
 	if n.Server.Running() {
-		return "", nil, fmt.Errorf("topology: %s (%s) is running; only a killed node can be restarted", n.Name, n.Announced())
+		return "", nil, fmt.Errorf("deploy: %s (%s) is running; only a killed node can be restarted", n.Name, n.Announced())
 	}
 	// Start keeps the node's directory and its nodes.conf (it removes only RDB and AOF files).
 	if err := n.Server.Start(); err != nil {
-		return "", nil, fmt.Errorf("topology: restart %s (%s): %w", n.Name, n.Announced(), err)
+		return "", nil, fmt.Errorf("deploy: restart %s (%s): %w", n.Name, n.Announced(), err)
 	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -60,7 +83,7 @@ func (c *Cluster) RestartNode(ctx context.Context, n *ClusterNode) (role string,
 			return c.RoleOf(ctx, n)
 		}
 		if !sleepCtx(ctx, 50*time.Millisecond) {
-			return "", nil, fmt.Errorf("topology: %s restarted but did not rejoin (is its nodes.conf intact, are its proxies up?): %w", n.Name, err)
+			return "", nil, fmt.Errorf("deploy: %s restarted but did not rejoin (is its nodes.conf intact, are its proxies up?): %w", n.Name, err)
 		}
 	}
 }
@@ -120,7 +143,7 @@ func (c *Cluster) nodesLine(ctx context.Context, from, about *ClusterNode) (node
 func (c *Cluster) RoleOf(ctx context.Context, n *ClusterNode) (role string, primary *ClusterNode, err error) {
 	r, err := n.ctl.Do(ctx, "ROLE").Slice()
 	if err != nil || len(r) == 0 {
-		return "", nil, fmt.Errorf("topology: ROLE on %s: %w", n.Name, err)
+		return "", nil, fmt.Errorf("deploy: ROLE on %s: %w", n.Name, err)
 	}
 	role = fmt.Sprint(r[0])
 	if role != "slave" || len(r) < 3 {
@@ -132,7 +155,7 @@ func (c *Cluster) RoleOf(ctx context.Context, n *ClusterNode) (role string, prim
 			return role, m, nil
 		}
 	}
-	return role, nil, fmt.Errorf("topology: %s replicates %s, which is no node's announced address", n.Name, addr)
+	return role, nil, fmt.Errorf("deploy: %s replicates %s, which is no node's announced address", n.Name, addr)
 }
 
 // Killed lists the nodes whose process is not running, in node order.

@@ -1,4 +1,4 @@
-package deploy
+package deploy_test
 
 import (
 	"context"
@@ -11,13 +11,13 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tenurelabs/tenure/chaos"
+	"github.com/tenurelabs/tenure/deploy"
 	"github.com/tenurelabs/tenure/internal/redisserver"
 )
 
 // startTestCluster starts a cluster for a test, or skips the test without redis-server (fails with
 // TENURE_REQUIRE_REDIS=1).
-func startTestCluster(t *testing.T) (*Cluster, *chaos.Embedded) {
+func startTestCluster(t *testing.T) (*deploy.Cluster, deploy.Proxies) {
 	t.Helper()
 	if _, ok := redisserver.Available(); !ok {
 		if os.Getenv("TENURE_REQUIRE_REDIS") == "1" {
@@ -25,11 +25,10 @@ func startTestCluster(t *testing.T) (*Cluster, *chaos.Embedded) {
 		}
 		t.Skip("redis-server not found")
 	}
-	px := chaos.NewEmbedded(1)
-	t.Cleanup(func() { _ = px.Close() })
+	px := peers(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := StartCluster(ctx, ClusterOptions{Proxies: px, NodeTimeout: 500 * time.Millisecond})
+	c, err := deploy.StartCluster(ctx, deploy.ClusterOptions{Proxies: px, NodeTimeout: 500 * time.Millisecond})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	return c, px
@@ -51,8 +50,8 @@ func TestClusterStartsWholeAndFailsOver(t *testing.T) {
 		require.NoError(t, cl.Set(ctx, k, k, 0).Err())
 	}
 
-	// As a Topology: named nodes, their processes and peer links, and a client through a MapDialer.
-	var topo Topology = c
+	// As a Deployment: named nodes, their processes and peer links, and a client through a MapDialer.
+	var topo = c
 	require.Len(t, topo.Nodes(), 6)
 	local := map[string]string{}
 	for announced, l := range links.Links {
@@ -69,7 +68,7 @@ func TestClusterStartsWholeAndFailsOver(t *testing.T) {
 	}
 	_, err = topo.Server("nope")
 	require.ErrorContains(t, err, "redis-0")
-	tc := topo.NewClient(ClientOptions{DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second}, MapDialer(local, time.Second))
+	tc := topo.NewClient(deploy.ClientOptions{DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second}, deploy.MapDialer(local, time.Second))
 	t.Cleanup(func() { _ = tc.Close() })
 	require.Equal(t, "c", tc.Get(ctx, "c").Val())
 
@@ -94,7 +93,7 @@ func TestClusterStartsWholeAndFailsOver(t *testing.T) {
 	require.NoError(t, err)
 	// WAIT counts the writes of its own connection; replication is in order, so a write of ours
 	// acknowledged by the replica follows the client's.
-	conn := p.ctl.Conn()
+	conn := p.Control().Conn()
 	require.NoError(t, conn.Set(ctx, "a", "a", 0).Err())
 	require.Equal(t, int64(1), conn.Do(ctx, "WAIT", 1, 5000).Val())
 	_ = conn.Close()
@@ -111,7 +110,7 @@ func TestClusterStartsWholeAndFailsOver(t *testing.T) {
 	require.NoError(t, err)
 	from, err := c.PrimaryOf(ctx, slotB)
 	require.NoError(t, err)
-	var to *ClusterNode
+	var to *deploy.ClusterNode
 	for _, s := range []int{0, 5462, 10925} {
 		if n, err := c.PrimaryOf(ctx, s); err == nil && n != from {
 			to = n
@@ -128,7 +127,7 @@ func TestClusterStartsWholeAndFailsOver(t *testing.T) {
 	// The bus goes through the announced bus proxies: cut one node's and the others' pings to it go
 	// unanswered (its own pings to them still arrive, through their proxies, which is why it is not
 	// marked failed: see the package notes).
-	var victim *ClusterNode
+	var victim *deploy.ClusterNode
 	for _, n := range c.Members() {
 		if n.Server.Running() && n != to && n != from {
 			victim = n
@@ -176,7 +175,7 @@ func TestClusterKilledPrimaryRejoinsAsReplica(t *testing.T) {
 	require.NoError(t, err)
 	p, err := c.PrimaryOf(ctx, slot)
 	require.NoError(t, err)
-	conn := p.ctl.Conn()
+	conn := p.Control().Conn()
 	require.NoError(t, conn.Set(ctx, "k", "v1", 0).Err())
 	require.Equal(t, int64(1), conn.Do(ctx, "WAIT", 1, 5000).Val())
 	_ = conn.Close()
@@ -187,7 +186,7 @@ func TestClusterKilledPrimaryRejoinsAsReplica(t *testing.T) {
 	killed, promoted, err := c.KillPrimary(ctx, "k")
 	require.NoError(t, err)
 	require.Equal(t, p, killed)
-	require.Equal(t, []*ClusterNode{killed}, c.Killed())
+	require.Equal(t, []*deploy.ClusterNode{killed}, c.Killed())
 	require.Error(t, c.Check(ctx), "a shard without a replica is not whole")
 	// written after the promotion: only a node that resynchronised from the promoted one has it
 	require.Eventually(t, func() bool { return cl.Set(ctx, "k", "v2", 0).Err() == nil }, 20*time.Second, 50*time.Millisecond)
@@ -200,14 +199,14 @@ func TestClusterKilledPrimaryRejoinsAsReplica(t *testing.T) {
 	require.Equal(t, promoted, of, "it replicates the node that took its slots")
 	require.Empty(t, c.Killed())
 	require.NoError(t, c.Check(ctx))
-	ro := killed.ctl.Conn()
+	ro := killed.Control().Conn()
 	require.NoError(t, ro.ReadOnly(ctx).Err())
 	require.Eventually(t, func() bool { return ro.Get(ctx, "k").Val() == "v2" }, 10*time.Second, 50*time.Millisecond,
 		"the rejoined replica holds what was written while it was down")
 	_ = ro.Close()
 
 	// The rejoined node is a working replica: kill the primary in its place and it takes the shard back.
-	conn = promoted.ctl.Conn()
+	conn = promoted.Control().Conn()
 	require.Equal(t, int64(1), conn.Do(ctx, "WAIT", 1, 5000).Val())
 	_ = conn.Close()
 	again, back, err := c.KillPrimary(ctx, "k")
@@ -219,4 +218,50 @@ func TestClusterKilledPrimaryRejoinsAsReplica(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "slave", role)
 	require.Equal(t, killed, of)
+}
+
+// A Redis Cluster as a deployment: the primary of a key is the one serving its slot, with every slot it
+// serves; killing it while watched reports the replica promoted in its place; starting it again waits
+// until it has rejoined as that replica's replica; and nothing is promoted on request or reloaded.
+func TestClusterAsDeployment(t *testing.T) {
+	c, _ := startTestCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var d deploy.Deployment = c
+	require.Equal(t, deploy.TopologyCluster, d.About().Topology)
+	require.NoError(t, d.Admin().Set(ctx, "k", "v", 0).Err())
+
+	p, err := d.Primary(ctx, "k")
+	require.NoError(t, err)
+	slot, err := c.Slot(ctx, "k")
+	require.NoError(t, err)
+	require.Equal(t, slot, p.Slot)
+	require.Regexp(t, `^\d+-\d+(,\d+-\d+)*$`, p.Slots)
+	first, err := d.Primary(ctx, "")
+	require.NoError(t, err)
+	require.Equal(t, 0, first.Slot)
+	require.Equal(t, "redis-0", first.Node, "slot 0's primary, as created")
+
+	promoted := make(chan deploy.Promotion, 4)
+	stop := d.Watch(ctx, func(pr deploy.Promotion) { promoted <- pr })
+	defer stop()
+	require.NoError(t, d.Kill(ctx, p.Node))
+	var pr deploy.Promotion
+	select {
+	case pr = <-promoted:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no promotion reported within 30 s of killing the primary")
+	}
+	require.Equal(t, p.Node, pr.From)
+	now, err := d.Primary(ctx, "k")
+	require.NoError(t, err)
+	require.Equal(t, pr.To, now.Node)
+
+	rejoined, err := d.StartKilled(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []deploy.Rejoined{{Node: p.Node, Role: "replica", Of: pr.To}}, rejoined)
+	require.Equal(t, p.Node+": replica of "+pr.To, rejoined[0].String())
+
+	require.ErrorIs(t, d.Promote(ctx), deploy.ErrUnsupported)
+	require.ErrorIs(t, d.Save(ctx), deploy.ErrUnsupported)
 }

@@ -1,27 +1,3 @@
-// Package topology starts the multi-node Redis deployments the harness runs against — a primary with
-// replicas under Sentinel (sentinel.go), Redis Cluster (cluster.go) — as real redis-server processes on
-// loopback, each started through internal/redisserver and so dying with the harness.
-//
-// # The contract every topology keeps
-//
-// Every node has two addresses: Listen, where its process listens, and Announced, the address of a
-// toxiproxy proxy in front of it (its peer proxy). A node is only ever known by its announced address:
-// nodes announce it to each other (replica-announce-ip/port, sentinel announce-ip/port, the cluster's
-// announced address), replicas replicate from it, sentinels monitor through it, and every address a
-// client is told (by a sentinel, or in a MOVED/ASK reply or CLUSTER SLOTS) is one. So peer traffic —
-// replication, sentinel pings and hellos, the cluster bus where it can be announced — flows through the
-// peer proxies, before and after a promotion, and a fault on a node's peer link (PeerLink) cuts, slows or
-// holds it.
-//
-// Clients reach nodes through links of their own. NewClient builds a go-redis client (a FailoverClient
-// for Sentinel, a ClusterClient for Cluster) whose dialer is handed the announced address of the node
-// each connection is for; the caller maps it to its own proxy for that node (MapDialer), so a fault on
-// one client's links leaves every other client, and the peer traffic, alone. A client never dials an
-// address that is not a node's announced address: the mapping refuses it with an error naming it.
-//
-// To add a topology: start its processes with redisserver, give each a peer proxy before it starts (pick
-// the port, create the proxy towards it, then start the process announcing the proxy), implement
-// Topology, and check it is settled before returning from its constructor.
 package deploy
 
 import (
@@ -29,80 +5,23 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"sort"
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
-	"github.com/tenurelabs/tenure/chaos"
 	"github.com/tenurelabs/tenure/internal/redisserver"
 )
 
-// Node is one process of a topology.
-type Node struct {
-	// Name identifies the node in reports and faults ("redis-0", "sentinel-2").
-	Name string
-	// Sentinel is set for a sentinel; other nodes hold data.
-	Sentinel bool
-	// Announced is the address the node is known by: its peer proxy.
-	Announced string
-	// Listen is the address of the process itself.
-	Listen string
-}
-
-// Dialer opens a connection for a client to the node announced at addr.
-type Dialer func(ctx context.Context, network, addr string) (net.Conn, error)
-
-// ClientOptions are the client settings a topology's client is built with; timeouts bound each call
-// (ContextTimeoutEnabled is always on).
-type ClientOptions struct {
-	DialTimeout, ReadTimeout, WriteTimeout time.Duration
-	PoolSize, MaxRetries                   int
-}
-
-// Topology is a running multi-node deployment.
-type Topology interface {
-	// Nodes lists every node, data nodes first, in a fixed order.
-	Nodes() []Node
-	// NewClient builds a client of the topology whose every connection is opened by dial, given the
-	// announced address of the node it is for.
-	NewClient(o ClientOptions, dial Dialer) redis.UniversalClient
-	// Server returns the process of the named node, for faults (kill, pause, restart).
-	Server(name string) (*redisserver.Server, error)
-	// PeerLink returns the proxy in front of the named node that its peers reach it through.
-	PeerLink(name string) (chaos.Link, error)
-	// Describe names the topology for reports.
-	Describe() string
-	// Close stops every process and proxy the topology started.
-	Close() error
-}
-
-// MapDialer returns a Dialer that connects to local[announced] in place of announced, and refuses an
-// address it does not know.
-func MapDialer(local map[string]string, timeout time.Duration) Dialer {
-	d := net.Dialer{Timeout: timeout}
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		to, ok := local[addr]
-		if !ok {
-			known := make([]string, 0, len(local))
-			for k := range local {
-				known = append(known, k)
-			}
-			sort.Strings(known)
-			return nil, fmt.Errorf("topology: no link to %s: not the announced address of a node (known: %s)", addr, strings.Join(known, ", "))
-		}
-		return d.DialContext(ctx, network, to)
-	}
-}
+// What every deployment of redis-server processes shares: starting a node behind its peer proxy,
+// knowing its nodes by name, and the verbs that act on one node's process whatever the deployment
+// (kill, pause, start again).
 
 // ErrNoBinary is returned when redis-server is missing.
-var ErrNoBinary = fmt.Errorf("topology: a multi-node topology runs real redis-server processes: %w", redisserver.ErrNoBinary)
+var ErrNoBinary = fmt.Errorf("deploy: a multi-node deployment runs real redis-server processes: %w", redisserver.ErrNoBinary)
 
 // started is what a constructor tears down when it fails half way.
 type started struct {
 	servers []*redisserver.Server
-	links   []chaos.Link
+	links   []Link
 }
 
 func (s *started) close() error {
@@ -117,7 +36,7 @@ func (s *started) close() error {
 }
 
 // peer reserves a port for a node and creates its peer proxy towards it.
-func (s *started) peer(p chaos.Proxies, name string) (port int, link chaos.Link, err error) {
+func (s *started) peer(p Proxies, name string) (port int, link Link, err error) {
 	port, err = redisserver.FreePort()
 	if err != nil {
 		return 0, nil, err
@@ -128,6 +47,26 @@ func (s *started) peer(p chaos.Proxies, name string) (port int, link chaos.Link,
 	}
 	s.links = append(s.links, link)
 	return port, link, nil
+}
+
+// needProxies refuses a deployment of several nodes started without proxies to announce.
+func needProxies(p Proxies, what string) error {
+	if p == nil {
+		return fmt.Errorf("deploy: %s needs Proxies to put in front of its nodes (chaos.ForDeploy over chaos.NewEmbedded, or a toxiproxy-server's chaos.NewRemote)", what)
+	}
+	return nil
+}
+
+// binary is the redis-server a deployment of several nodes runs: bin, or the one on PATH.
+func binary(bin string) (string, error) {
+	if bin != "" {
+		return bin, nil
+	}
+	p, ok := redisserver.Available()
+	if !ok {
+		return "", ErrNoBinary
+	}
+	return p, nil
 }
 
 // splitPort returns the port of a loopback host:port.
@@ -155,25 +94,36 @@ func waitFor(ctx context.Context, timeout time.Duration, cond func(ctx context.C
 	}
 }
 
-// nodeSet is the bookkeeping every topology keeps of its nodes: the nodes in a fixed order, and their
-// processes and peer links by name. Topologies embed it for Nodes, ByAnnounced, Server and PeerLink.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// nodeSet is the bookkeeping of a Sentinel set's or independent nodes' nodes: the nodes in a fixed
+// order, and their processes and peer links by name.
 type nodeSet struct {
 	nodes   []Node
 	servers map[string]*redisserver.Server
-	links   map[string]chaos.Link
+	links   map[string]Link
 }
 
 func newNodeSet() nodeSet {
-	return nodeSet{servers: map[string]*redisserver.Server{}, links: map[string]chaos.Link{}}
+	return nodeSet{servers: map[string]*redisserver.Server{}, links: map[string]Link{}}
 }
 
 // add records a started node.
-func (ns *nodeSet) add(n Node, srv *redisserver.Server, link chaos.Link) {
+func (ns *nodeSet) add(n Node, srv *redisserver.Server, link Link) {
 	ns.nodes = append(ns.nodes, n)
 	ns.servers[n.Name], ns.links[n.Name] = srv, link
 }
 
-// Nodes implements Topology.
+// Nodes implements Deployment.
 func (ns *nodeSet) Nodes() []Node { return append([]Node(nil), ns.nodes...) }
 
 // ByAnnounced returns the node announced at addr.
@@ -186,26 +136,73 @@ func (ns *nodeSet) ByAnnounced(addr string) (Node, bool) {
 	return Node{}, false
 }
 
-// Server implements Topology.
+// Server returns the process of the named node.
 func (ns *nodeSet) Server(name string) (*redisserver.Server, error) {
 	if s, ok := ns.servers[name]; ok {
 		return s, nil
 	}
-	return nil, fmt.Errorf("topology: no node %q (nodes: %s)", name, ns.names())
+	return nil, noNode(name, ns.nodes)
 }
 
-// PeerLink implements Topology.
-func (ns *nodeSet) PeerLink(name string) (chaos.Link, error) {
+// PeerLink implements Deployment.
+func (ns *nodeSet) PeerLink(name string) (Link, error) {
 	if l, ok := ns.links[name]; ok {
 		return l, nil
 	}
-	return nil, fmt.Errorf("topology: no node %q (nodes: %s)", name, ns.names())
+	return nil, noNode(name, ns.nodes)
 }
 
-func (ns *nodeSet) names() string {
-	var s []string
-	for _, n := range ns.nodes {
-		s = append(s, n.Name)
-	}
-	return strings.Join(s, ", ")
+// Kill implements Deployment.
+func (ns *nodeSet) Kill(_ context.Context, name string) error { return killNode(ns, name) }
+
+// Pause implements Deployment.
+func (ns *nodeSet) Pause(_ context.Context, name string) (func() error, error) {
+	return pauseNode(ns, name)
 }
+
+// startKilled starts every data node whose process is down again, empty; role names what each is once
+// started.
+func (ns *nodeSet) startKilled(role string) ([]Rejoined, error) {
+	var out []Rejoined
+	var errs []error
+	for _, n := range ns.nodes {
+		s := ns.servers[n.Name]
+		if n.Sentinel || s.Running() {
+			continue
+		}
+		if err := s.Start(); err != nil {
+			errs = append(errs, fmt.Errorf("deploy: start %s again: %w", n.Name, err))
+			continue
+		}
+		out = append(out, Rejoined{Node: n.Name, Role: role})
+	}
+	return out, errors.Join(errs...)
+}
+
+// processes finds a node's process by name.
+type processes interface {
+	Server(name string) (*redisserver.Server, error)
+}
+
+// killNode and pauseNode are Kill and Pause for every deployment of redis-server processes.
+func killNode(p processes, name string) error {
+	s, err := p.Server(name)
+	if err != nil {
+		return err
+	}
+	return s.Kill()
+}
+
+func pauseNode(p processes, name string) (func() error, error) {
+	s, err := p.Server(name)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Pause(); err != nil {
+		return nil, err
+	}
+	return s.Resume, nil
+}
+
+// joinNames lists names for a message.
+func joinNames(names []string) string { return strings.Join(names, ", ") }

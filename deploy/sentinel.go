@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,7 +12,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/tenurelabs/tenure/chaos"
 	"github.com/tenurelabs/tenure/internal/redisserver"
 )
 
@@ -46,10 +43,8 @@ type SentinelOptions struct {
 	TimeScale float64
 	// DownAfter and FailoverTimeout override the spec timings (before scaling) when non-zero.
 	DownAfter, FailoverTimeout time.Duration
-	// Proxies creates the peer proxies; default: an embedded toxiproxy of the topology's own, seeded
-	// with Seed.
-	Proxies chaos.Proxies
-	Seed    int64
+	// Proxies creates the peer proxies (required).
+	Proxies Proxies
 	// ReadyTimeout bounds the wait for the topology to settle; default 30 s.
 	ReadyTimeout time.Duration
 	// LogDir, when set, receives each node's log (<name>.log, at level notice) when the topology
@@ -60,18 +55,18 @@ type SentinelOptions struct {
 // Sentinel is a running primary/replica set under Sentinel.
 type Sentinel struct {
 	opts      SentinelOptions
-	nodeSet                 // data nodes, then sentinels
-	own       chaos.Proxies // the proxies the topology created itself, closed with it
+	nodeSet   // data nodes, then sentinels
 	started   started
 	downAfter time.Duration
 	failover  time.Duration
 	version   string
 
+	admin     *redis.Client // the harness's own client (Admin)
 	closeOnce sync.Once
 	closeErr  error
 }
 
-var _ Topology = (*Sentinel)(nil)
+var _ Deployment = (*Sentinel)(nil)
 
 func scaledFloor(d time.Duration, scale float64, floor time.Duration) time.Duration {
 	return max(time.Duration(float64(d)*scale), floor)
@@ -80,12 +75,11 @@ func scaledFloor(d time.Duration, scale float64, floor time.Duration) time.Durat
 // StartSentinel starts the processes and proxies, and returns once every sentinel agrees on the
 // primary and sees every replica and every other sentinel, and every replica is in sync.
 func StartSentinel(ctx context.Context, o SentinelOptions) (_ *Sentinel, err error) {
-	if o.Binary == "" {
-		p, ok := redisserver.Available()
-		if !ok {
-			return nil, ErrNoBinary
-		}
-		o.Binary = p
+	if o.Binary, err = binary(o.Binary); err != nil {
+		return nil, err
+	}
+	if err := needProxies(o.Proxies, "a Sentinel set"); err != nil {
+		return nil, err
 	}
 	if o.Replicas == 0 {
 		o.Replicas = 2
@@ -94,19 +88,19 @@ func StartSentinel(ctx context.Context, o SentinelOptions) (_ *Sentinel, err err
 		o.Sentinels = 3
 	}
 	if o.Replicas < 0 || o.Sentinels < 1 {
-		return nil, fmt.Errorf("topology: a Sentinel topology needs at least one sentinel and no negative replica count (got %d replicas, %d sentinels)", o.Replicas, o.Sentinels)
+		return nil, fmt.Errorf("deploy: a Sentinel topology needs at least one sentinel and no negative replica count (got %d replicas, %d sentinels)", o.Replicas, o.Sentinels)
 	}
 	if o.Quorum == 0 {
 		o.Quorum = o.Sentinels/2 + 1
 	}
 	if o.Quorum < 1 || o.Quorum > o.Sentinels {
-		return nil, fmt.Errorf("topology: quorum %d must lie between 1 and the number of sentinels (%d)", o.Quorum, o.Sentinels)
+		return nil, fmt.Errorf("deploy: quorum %d must lie between 1 and the number of sentinels (%d)", o.Quorum, o.Sentinels)
 	}
 	if o.TimeScale == 0 {
 		o.TimeScale = 1
 	}
 	if o.TimeScale < 0 {
-		return nil, fmt.Errorf("topology: time scale must be positive (got %g)", o.TimeScale)
+		return nil, fmt.Errorf("deploy: time scale must be positive (got %g)", o.TimeScale)
 	}
 	if o.DownAfter == 0 {
 		o.DownAfter = SpecDownAfter
@@ -124,10 +118,6 @@ func StartSentinel(ctx context.Context, o SentinelOptions) (_ *Sentinel, err err
 		failover:  scaledFloor(o.FailoverTimeout, o.TimeScale, 2*time.Second),
 	}
 	proxies := o.Proxies
-	if proxies == nil {
-		e := chaos.NewEmbedded(o.Seed)
-		proxies, t.own = e, e
-	}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, t.Close())
@@ -159,7 +149,7 @@ func StartSentinel(ctx context.Context, o SentinelOptions) (_ *Sentinel, err err
 		}
 		srv, err := redisserver.Start(redisserver.Options{Binary: o.Binary, Port: port, Args: args})
 		if err != nil {
-			return nil, fmt.Errorf("topology: start %s: %w", name, err)
+			return nil, fmt.Errorf("deploy: start %s: %w", name, err)
 		}
 		t.started.servers = append(t.started.servers, srv)
 		t.add(Node{Name: name, Announced: link.Addr(), Listen: srv.Addr()}, srv, link)
@@ -185,14 +175,15 @@ func StartSentinel(ctx context.Context, o SentinelOptions) (_ *Sentinel, err err
 		}
 		srv, err := redisserver.Start(redisserver.Options{Binary: o.Binary, Port: port, Config: conf, Sentinel: true, Args: args})
 		if err != nil {
-			return nil, fmt.Errorf("topology: start %s: %w", name, err)
+			return nil, fmt.Errorf("deploy: start %s: %w", name, err)
 		}
 		t.started.servers = append(t.started.servers, srv)
 		t.add(Node{Name: name, Sentinel: true, Announced: link.Addr(), Listen: srv.Addr()}, srv, link)
 	}
 	if err := waitFor(ctx, o.ReadyTimeout, t.settled); err != nil {
-		return nil, fmt.Errorf("topology: the Sentinel set did not settle within %s: %w", o.ReadyTimeout, err)
+		return nil, fmt.Errorf("deploy: the Sentinel set did not settle within %s: %w", o.ReadyTimeout, err)
 	}
+	t.admin = t.Direct()
 	return t, nil
 }
 
@@ -214,13 +205,17 @@ func (t *Sentinel) filter(sentinel bool) []Node {
 	return out
 }
 
-// Describe implements Topology.
-func (t *Sentinel) Describe() string {
+// About implements Deployment.
+func (t *Sentinel) About() About {
+	return About{Describe: t.describe(), Topology: TopologySentinel, Persistence: redisserver.PersistNone}
+}
+
+func (t *Sentinel) describe() string {
 	return fmt.Sprintf("%s Sentinel set (private: 1 primary, %d replicas, %d sentinels, quorum %d, down-after %s, failover-timeout %s)",
 		t.version, t.opts.Replicas, t.opts.Sentinels, t.opts.Quorum, t.downAfter, t.failover)
 }
 
-// NewClient implements Topology: a FailoverClient that asks the sentinels for the primary and follows
+// NewClient implements Deployment: a FailoverClient that asks the sentinels for the primary and follows
 // its promotions. Sentinel and data connections alike are opened by dial.
 func (t *Sentinel) NewClient(o ClientOptions, dial Dialer) redis.UniversalClient {
 	return t.failoverClient(o, dial)
@@ -258,8 +253,8 @@ func (t *Sentinel) sentinelClient(n Node) *redis.SentinelClient {
 	return redis.NewSentinelClient(&redis.Options{Addr: n.Listen, DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second, MaxRetries: -1})
 }
 
-// Primary returns the data node a majority of the sentinels name as the primary.
-func (t *Sentinel) Primary(ctx context.Context) (Node, error) {
+// PrimaryNode returns the data node a majority of the sentinels name as the primary.
+func (t *Sentinel) PrimaryNode(ctx context.Context) (Node, error) {
 	votes := map[string]int{}
 	var errs []error
 	for _, s := range t.Sentinels() {
@@ -277,16 +272,16 @@ func (t *Sentinel) Primary(ctx context.Context) (Node, error) {
 			if n, ok := t.ByAnnounced(addr); ok {
 				return n, nil
 			}
-			return Node{}, fmt.Errorf("topology: the sentinels name %s as primary, which is not a node's announced address", addr)
+			return Node{}, fmt.Errorf("deploy: the sentinels name %s as primary, which is not a node's announced address", addr)
 		}
 	}
-	return Node{}, fmt.Errorf("topology: no majority of sentinels agrees on the primary (%v): %w", votes, errors.Join(errs...))
+	return Node{}, fmt.Errorf("deploy: no majority of sentinels agrees on the primary (%v): %w", votes, errors.Join(errs...))
 }
 
 // settled checks that every sentinel names the same primary, sees every replica up and every other
 // sentinel, and that the primary has every replica online.
 func (t *Sentinel) settled(ctx context.Context) error {
-	p, err := t.Primary(ctx)
+	p, err := t.PrimaryNode(ctx)
 	if err != nil {
 		return err
 	}
@@ -296,29 +291,29 @@ func (t *Sentinel) settled(ctx context.Context) error {
 		m, err := c.Master(ctx, MasterName).Result()
 		_ = c.Close()
 		if err != nil {
-			return fmt.Errorf("topology: %s: SENTINEL MASTER: %w", s.Name, err)
+			return fmt.Errorf("deploy: %s: SENTINEL MASTER: %w", s.Name, err)
 		}
 		if got := net.JoinHostPort(m["ip"], m["port"]); got != p.Announced {
-			return fmt.Errorf("topology: %s names %s as primary, the majority %s", s.Name, got, p.Announced)
+			return fmt.Errorf("deploy: %s names %s as primary, the majority %s", s.Name, got, p.Announced)
 		}
 		if strings.Contains(m["flags"], "down") {
-			return fmt.Errorf("topology: %s sees the primary as %s", s.Name, m["flags"])
+			return fmt.Errorf("deploy: %s sees the primary as %s", s.Name, m["flags"])
 		}
 		if m["num-slaves"] != strconv.Itoa(want) {
-			return fmt.Errorf("topology: %s sees %s replicas of %d", s.Name, m["num-slaves"], want)
+			return fmt.Errorf("deploy: %s sees %s replicas of %d", s.Name, m["num-slaves"], want)
 		}
 		if m["num-other-sentinels"] != strconv.Itoa(len(t.Sentinels())-1) {
-			return fmt.Errorf("topology: %s sees %s other sentinels of %d", s.Name, m["num-other-sentinels"], len(t.Sentinels())-1)
+			return fmt.Errorf("deploy: %s sees %s other sentinels of %d", s.Name, m["num-other-sentinels"], len(t.Sentinels())-1)
 		}
 	}
 	c := redis.NewClient(&redis.Options{Addr: p.Listen, DialTimeout: time.Second, ReadTimeout: time.Second, MaxRetries: -1})
 	defer c.Close()
 	info, err := c.Info(ctx, "replication").Result()
 	if err != nil {
-		return fmt.Errorf("topology: primary %s: INFO replication: %w", p.Name, err)
+		return fmt.Errorf("deploy: primary %s: INFO replication: %w", p.Name, err)
 	}
 	if online := strings.Count(info, "state=online"); online != want {
-		return fmt.Errorf("topology: primary %s has %d of %d replicas online", p.Name, online, want)
+		return fmt.Errorf("deploy: primary %s has %d of %d replicas online", p.Name, online, want)
 	}
 	return nil
 }
@@ -328,14 +323,6 @@ func (t *Sentinel) WaitSettled(ctx context.Context, timeout time.Duration) error
 	return waitFor(ctx, timeout, t.settled)
 }
 
-// Promotion is a primary change the sentinels announced (+switch-master).
-type Promotion struct {
-	// From and To name the old and new primary.
-	From, To string
-	// At is when the harness received the announcement.
-	At time.Time
-}
-
 // WatchPromotions calls fn once for each promotion any sentinel announces, until ctx ends. It subscribes
 // on every sentinel directly (past the proxies, so a fault on a sentinel's links does not hide a
 // promotion from the record) and reports each new primary once, from whichever sentinel tells first.
@@ -343,7 +330,7 @@ func (t *Sentinel) WatchPromotions(ctx context.Context, fn func(Promotion)) (sto
 	ctx, cancel := context.WithCancel(ctx)
 	var mu sync.Mutex
 	last := t.nodes[0].Name
-	if p, err := t.Primary(ctx); err == nil {
+	if p, err := t.PrimaryNode(ctx); err == nil {
 		last = p.Name
 	}
 	var wg sync.WaitGroup
@@ -403,35 +390,19 @@ func (t *Sentinel) Failover(ctx context.Context) error {
 		}
 		errs = append(errs, fmt.Errorf("%s: %w", s.Name, err))
 	}
-	return fmt.Errorf("topology: SENTINEL FAILOVER: %w", errors.Join(errs...))
+	return fmt.Errorf("deploy: SENTINEL FAILOVER: %w", errors.Join(errs...))
 }
 
-// Close implements Topology.
+// Close implements Deployment.
 func (t *Sentinel) Close() error {
 	t.closeOnce.Do(func() {
+		if t.admin != nil {
+			t.closeErr = t.admin.Close()
+		}
 		if t.opts.LogDir != "" {
-			t.closeErr = t.saveLogs()
+			t.closeErr = errors.Join(t.closeErr, t.saveLogs())
 		}
 		t.closeErr = errors.Join(t.closeErr, t.started.close())
-		if t.own != nil {
-			t.closeErr = errors.Join(t.closeErr, t.own.Close())
-		}
 	})
 	return t.closeErr
-}
-
-// saveLogs copies every node's log into LogDir before the servers' directories are removed.
-func (t *Sentinel) saveLogs() error {
-	if err := os.MkdirAll(t.opts.LogDir, 0o755); err != nil {
-		return fmt.Errorf("topology: log dir: %w", err)
-	}
-	var errs []error
-	for _, n := range t.nodes {
-		b, err := os.ReadFile(filepath.Join(t.servers[n.Name].Dir(), "redis.log"))
-		if err == nil {
-			err = os.WriteFile(filepath.Join(t.opts.LogDir, n.Name+".log"), b, 0o644)
-		}
-		errs = append(errs, err)
-	}
-	return errors.Join(errs...)
 }

@@ -20,7 +20,7 @@ import (
 
 func startSentinel(t *testing.T) *deploy.Sentinel {
 	t.Helper()
-	return startSentinelWith(t, deploy.SentinelOptions{TimeScale: 0.1, Seed: 1})
+	return startSentinelWith(t, deploy.SentinelOptions{TimeScale: 0.1})
 }
 
 func startSentinelWith(t *testing.T, o deploy.SentinelOptions) *deploy.Sentinel {
@@ -29,6 +29,9 @@ func startSentinelWith(t *testing.T, o deploy.SentinelOptions) *deploy.Sentinel 
 		t.Skip("redis-server not installed")
 	}
 	ctx := context.Background()
+	if o.Proxies == nil {
+		o.Proxies = peers(t)
+	}
 	s, err := deploy.StartSentinel(ctx, o)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, s.Close()) })
@@ -54,12 +57,12 @@ func clientLinks(t *testing.T, s *deploy.Sentinel) (map[string]chaos.Link, deplo
 func TestSentinelPromotesAndClientFollows(t *testing.T) {
 	logs := t.TempDir()
 	// A tenth of spec time: down-after 500 ms.
-	s := startSentinelWith(t, deploy.SentinelOptions{TimeScale: 0.1, Seed: 1, LogDir: logs})
+	s := startSentinelWith(t, deploy.SentinelOptions{TimeScale: 0.1, LogDir: logs})
 	ctx := context.Background()
 	require.Len(t, s.DataNodes(), 3)
 	require.Len(t, s.Sentinels(), 3)
 
-	p, err := s.Primary(ctx)
+	p, err := s.PrimaryNode(ctx)
 	require.NoError(t, err)
 	require.Equal(t, "redis-0", p.Name)
 
@@ -85,7 +88,7 @@ func TestSentinelPromotesAndClientFollows(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("no promotion within 30 s of killing the primary")
 	}
-	np, err := s.Primary(ctx)
+	np, err := s.PrimaryNode(ctx)
 	require.NoError(t, err)
 	require.NotEqual(t, "redis-0", np.Name)
 
@@ -144,7 +147,7 @@ func TestSentinelClientLinksAreTheClientsOwn(t *testing.T) {
 func TestSentinelIsolatedPrimaryLosesAcknowledgedWrites(t *testing.T) {
 	s := startSentinel(t)
 	ctx := context.Background()
-	p, err := s.Primary(ctx)
+	p, err := s.PrimaryNode(ctx)
 	require.NoError(t, err)
 	peer, err := s.PeerLink(p.Name)
 	require.NoError(t, err)
@@ -185,6 +188,36 @@ func TestSentinelIsolatedPrimaryLosesAcknowledgedWrites(t *testing.T) {
 	require.NoError(t, err, "promotion %s -> %s", pr.From, pr.To)
 }
 
+// A Sentinel set as a deployment: its primary is the one the sentinels name, whatever the key; Promote
+// is a graceful failover, which Watch reports; it keeps no files and has no slots.
+func TestSentinelAsDeployment(t *testing.T) {
+	s := startSentinel(t)
+	ctx := context.Background()
+	var d deploy.Deployment = s
+	require.Equal(t, deploy.TopologySentinel, d.About().Topology)
+	require.Contains(t, d.About().Describe, "Sentinel set")
+	p, err := d.Primary(ctx, "any-key")
+	require.NoError(t, err)
+	require.Equal(t, deploy.Serving{Node: "redis-0"}, p)
+	require.NoError(t, d.Admin().Set(ctx, "k", "v", 0).Err())
+
+	promoted := make(chan deploy.Promotion, 4)
+	stop := d.Watch(ctx, func(pr deploy.Promotion) { promoted <- pr })
+	defer stop()
+	require.NoError(t, d.Promote(ctx))
+	select {
+	case pr := <-promoted:
+		require.Equal(t, "redis-0", pr.From)
+		require.NotEqual(t, "redis-0", pr.To)
+	case <-time.After(30 * time.Second):
+		t.Fatal("no promotion within 30 s of SENTINEL FAILOVER")
+	}
+	_, migrateErr := d.Migrate(ctx, "k", 0)
+	for _, err := range []error{d.Save(ctx), d.Reload(ctx), migrateErr} {
+		require.ErrorIs(t, err, deploy.ErrUnsupported)
+	}
+}
+
 func waitUntil(d time.Duration, f func() error) error {
 	deadline := time.Now().Add(d)
 	for {
@@ -197,12 +230,22 @@ func waitUntil(d time.Duration, f func() error) error {
 }
 
 func TestSentinelRefusesWithoutBinary(t *testing.T) {
-	_, err := deploy.StartSentinel(context.Background(), deploy.SentinelOptions{Binary: "/nonexistent/redis-server"})
+	_, err := deploy.StartSentinel(context.Background(), deploy.SentinelOptions{Binary: "/nonexistent/redis-server", Proxies: peers(t)})
 	require.Error(t, err)
 	require.True(t, strings.Contains(err.Error(), "redis-server") || errors.Is(err, redisserver.ErrNoBinary), err.Error())
 	t.Setenv("PATH", t.TempDir())
 	_, err = deploy.StartSentinel(context.Background(), deploy.SentinelOptions{})
 	require.ErrorIs(t, err, redisserver.ErrNoBinary)
+	_, err = deploy.Open(context.Background(), "sentinel", deploy.Options{Peers: peers(t)})
+	require.ErrorContains(t, err, "apt-get install redis-server")
+}
+
+// peers are the proxies a test's deployment announces its nodes at, on a toxiproxy of the test's own.
+func peers(t *testing.T) deploy.Proxies {
+	t.Helper()
+	p := chaos.NewEmbedded(1)
+	t.Cleanup(func() { _ = p.Close() })
+	return chaos.ForDeploy(p, "")
 }
 
 func redisClient(addr string) *redis.Client {

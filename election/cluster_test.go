@@ -24,8 +24,9 @@ func TestRedisClusterPrimaryKillKeepsOneLeader(t *testing.T) {
 		}
 		t.Skip("redis-server not found")
 	}
-	px := chaos.NewEmbedded(1)
-	t.Cleanup(func() { _ = px.Close() })
+	embedded := chaos.NewEmbedded(1)
+	t.Cleanup(func() { _ = embedded.Close() })
+	px := chaos.ForDeploy(embedded, "")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	c, err := deploy.StartCluster(ctx, deploy.ClusterOptions{Proxies: px, NodeTimeout: 500 * time.Millisecond})

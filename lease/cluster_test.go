@@ -21,7 +21,7 @@ import (
 // The reference on Redis Cluster (real processes: three primaries, three replicas, every link through
 // toxiproxy; package deploy). Cluster failover here is driven by cluster-node-timeout 500ms.
 
-func startCluster(t *testing.T) (*deploy.Cluster, *chaos.Embedded) {
+func startCluster(t *testing.T) (*deploy.Cluster, deploy.Proxies) {
 	t.Helper()
 	if _, ok := redisserver.Available(); !ok {
 		if os.Getenv("TENURE_REQUIRE_REDIS") == "1" {
@@ -29,8 +29,9 @@ func startCluster(t *testing.T) (*deploy.Cluster, *chaos.Embedded) {
 		}
 		t.Skip("redis-server not found")
 	}
-	px := chaos.NewEmbedded(1)
-	t.Cleanup(func() { _ = px.Close() })
+	embedded := chaos.NewEmbedded(1)
+	t.Cleanup(func() { _ = embedded.Close() })
+	px := chaos.ForDeploy(embedded, "")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	c, err := deploy.StartCluster(ctx, deploy.ClusterOptions{Proxies: px, NodeTimeout: 500 * time.Millisecond})
@@ -40,7 +41,7 @@ func startCluster(t *testing.T) (*deploy.Cluster, *chaos.Embedded) {
 }
 
 // clusterClient is a client of c through proxies of its own, named name.
-func clusterClient(t *testing.T, c *deploy.Cluster, px chaos.Proxies, name string) *redis.ClusterClient {
+func clusterClient(t *testing.T, c *deploy.Cluster, px deploy.Proxies, name string) *redis.ClusterClient {
 	t.Helper()
 	links, err := c.NewClientLinks(px, name)
 	require.NoError(t, err)
@@ -148,7 +149,7 @@ func TestClusterPromotionGuardMutantGrantsTwice(t *testing.T) {
 type clusterFleet struct {
 	t   *testing.T
 	c   *deploy.Cluster
-	px  chaos.Proxies
+	px  deploy.Proxies
 	cfg Config
 	log *pollLog
 
@@ -158,7 +159,7 @@ type clusterFleet struct {
 	eps   []string
 }
 
-func newClusterFleet(t *testing.T, c *deploy.Cluster, px chaos.Proxies, eps []string) *clusterFleet {
+func newClusterFleet(t *testing.T, c *deploy.Cluster, px deploy.Proxies, eps []string) *clusterFleet {
 	cfg := testConfig()
 	cfg.KeyLayout = LayoutCluster
 	cfg.Targets = StaticTargets(eps)
@@ -438,7 +439,7 @@ func TestClusterOneWayPartitionHandsOver(t *testing.T) {
 
 	cut := time.Now()
 	for _, l := range f.links["a"].Links {
-		require.NoError(t, l.DropReplies())
+		require.NoError(t, l.(chaos.Link).DropReplies())
 	}
 	// a's heartbeat is written at most HeartbeatInterval + OpTimeout after the cut, and expires
 	// HeartbeatTTL later; a's leases expire in Redis within LeaseTTL of its last write.

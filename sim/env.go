@@ -26,7 +26,7 @@ type runner struct {
 	sc         Scenario
 	timing     Timing
 	rec        *history.Recorder
-	backend    Backend
+	backend    deploy.Deployment
 	proxies    chaos.Proxies
 	keyPrefix  string
 	sessions   *sessionStore
@@ -277,22 +277,22 @@ func (r *runner) newInProcessInstance(slot int, id string) (*vinstance, error) {
 }
 
 // instanceLink creates the link an instance's backend traffic flows through and the Redis client that
-// uses it. On one node the link is one proxy; on a topology (see TopologyBackend) it is one proxy per
-// node, and the client is the topology's own, dialing each node through the instance's proxy for it.
+// uses it. On one node the link is one proxy; on a deployment of several it is one proxy per node, and
+// the client is the deployment's own, dialing each node through the instance's proxy for it.
 func (r *runner) instanceLink(slot int) (chaos.Link, redis.UniversalClient, deploy.Dialer, error) {
 	// Proxies are named by slot, so that whatever a link derives from its name (the latency jitter
 	// seed) follows the run's seed and not the clock in the instance ID.
 	name := fmt.Sprintf("%sslot-%d", r.linkPrefix, slot)
-	if tb, ok := r.backend.(TopologyBackend); ok && r.pg == nil {
-		return topologyLinks(r.proxies, name, tb.Topology(), deploy.ClientOptions{
+	if several(r.backend) && r.pg == nil {
+		return deploymentLinks(r.proxies, name, r.backend, deploy.ClientOptions{
 			DialTimeout: r.timing.OpTimeout, ReadTimeout: r.timing.OpTimeout, WriteTimeout: r.timing.OpTimeout,
 			PoolSize: 8, MaxRetries: 3,
 		})
 	}
 	// The link carries the system's backend traffic: Redis, or PostgreSQL for systems that use it.
-	upstream, clientAddr := r.backend.Addr(), ""
+	upstream, clientAddr := singleAddr(r.backend), ""
 	if r.pg != nil {
-		upstream, clientAddr = r.pg.addr, r.backend.Addr()
+		upstream, clientAddr = r.pg.addr, singleAddr(r.backend)
 	}
 	link, err := r.proxies.NewLink(name, upstream)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tenurelabs/tenure/chaos"
 	"github.com/tenurelabs/tenure/clock"
+	"github.com/tenurelabs/tenure/deploy"
 	"github.com/tenurelabs/tenure/history"
 )
 
@@ -64,14 +65,14 @@ func TestAssumptionsNameTheFaultsOutside(t *testing.T) {
 		{Fault: chaos.Drift{Slot: 0, Rate: 0.99}},
 		{Fault: chaos.Stall{Slot: 0}},
 	}
-	a := assumptions(sc, timing, persistent{"aof"}, s)
+	a := assumptions(sc, timing, deploy.About{Persistence: "aof"}, s)
 	require.Equal(t, 0.01, a.DriftBound)
 	require.Equal(t, "aof", a.Persistence)
 	require.Equal(t, "single", a.Topology)
 	require.Equal(t, []string{"redis-restart", "pause"}, a.Outside, "drift within the bound and a stall are inside")
 
 	s = append(s, chaos.Step{Fault: chaos.Drift{Slot: 1, Rate: 0.9}})
-	a = assumptions(Scenario{}, timing, persistent{}, s)
+	a = assumptions(Scenario{}, timing, deploy.About{}, s)
 	require.Equal(t, "none", a.Persistence)
 	require.Equal(t, []string{"pause", "clock-drift"}, a.Outside)
 }
@@ -129,19 +130,6 @@ func TestJitterNeverMovesAStepPastTheRun(t *testing.T) {
 		require.LessOrEqual(t, p.schedule[0].At+p.schedule[0].For, sc.Duration)
 	}
 }
-
-type persistent struct{ mode string }
-
-func (persistent) Kill() error           { return nil }
-func (persistent) Start() error          { return nil }
-func (persistent) Restart() error        { return nil }
-func (persistent) Pause() error          { return nil }
-func (persistent) Resume() error         { return nil }
-func (persistent) Addr() string          { return "" }
-func (persistent) Describe() string      { return "" }
-func (persistent) Shared() bool          { return false }
-func (persistent) Close() error          { return nil }
-func (p persistent) Persistence() string { return p.mode }
 
 func newTestInstance() *vinstance {
 	in := &vinstance{id: "i0", clock: clock.NewDrifting(clock.Real{}, 1)}

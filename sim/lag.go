@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/tenurelabs/tenure/deploy"
 	"github.com/tenurelabs/tenure/history"
 )
 
@@ -69,8 +70,8 @@ func realLagSources(now func() time.Duration, ping func(ctx context.Context) err
 // killed or paused makes a PING wait for the fault (a cluster client's random pick of a killed primary
 // times out long after the kill), which would read as a starved machine; the canary and the scheduler
 // still measure the harness there.
-func lagPing(backend Backend, admin redis.UniversalClient) func(context.Context) error {
-	if _, several := backend.(TopologyBackend); several {
+func lagPing(backend deploy.Deployment, admin redis.UniversalClient) func(context.Context) error {
+	if several(backend) {
 		return nil
 	}
 	return func(ctx context.Context) error { return admin.Ping(ctx).Err() }

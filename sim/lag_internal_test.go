@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tenurelabs/tenure/deploy"
 	"github.com/tenurelabs/tenure/history"
 )
 
@@ -197,8 +198,16 @@ func lagChild() {
 
 // A backend of several servers is not pinged: its client answers from whichever node it picks.
 func TestLagPingsOnlyASingleServer(t *testing.T) {
-	require.Nil(t, lagPing(&clusterBackend{}, nil))
-	require.Nil(t, lagPing(&sentinelBackend{}, nil))
-	require.Nil(t, lagPing(&independentBackend{}, nil))
-	require.NotNil(t, lagPing(&externalBackend{}, nil))
+	for _, topology := range []string{TopologyCluster, TopologySentinel, TopologyIndependent} {
+		require.Nil(t, lagPing(aboutOnly{about: deploy.About{Topology: topology}}, nil), topology)
+	}
+	require.NotNil(t, lagPing(aboutOnly{about: deploy.About{Topology: TopologySingle, Shared: true}}, nil))
 }
+
+// aboutOnly is a deployment that only says what it is.
+type aboutOnly struct {
+	deploy.Deployment
+	about deploy.About
+}
+
+func (a aboutOnly) About() deploy.About { return a.about }

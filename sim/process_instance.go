@@ -104,9 +104,8 @@ func (r *runner) newProcessInstance(ps *ProcessSystem, slot int, id string) (*vi
 // node of a topology (independent nodes), with the nodes' names for the recorders ("" for one node).
 func (r *runner) processLinks(slot int) ([]chaos.Link, []string, error) {
 	name := fmt.Sprintf("%sslot-%d", r.linkPrefix, slot)
-	tb, ok := r.backend.(TopologyBackend)
-	if !ok {
-		l, err := r.proxies.NewLink(name, r.backend.Addr())
+	if !several(r.backend) {
+		l, err := r.proxies.NewLink(name, singleAddr(r.backend))
 		if err != nil {
 			return nil, nil, err
 		}
@@ -114,7 +113,7 @@ func (r *runner) processLinks(slot int) ([]chaos.Link, []string, error) {
 	}
 	var links []chaos.Link
 	var names []string
-	for _, n := range tb.Topology().Nodes() {
+	for _, n := range r.backend.Nodes() {
 		if n.Sentinel {
 			continue
 		}
@@ -128,7 +127,7 @@ func (r *runner) processLinks(slot int) ([]chaos.Link, []string, error) {
 		links, names = append(links, l), append(names, n.Name)
 	}
 	if len(links) == 0 {
-		return nil, nil, fmt.Errorf("sim: %s has no data node to link to", r.backend.Describe())
+		return nil, nil, fmt.Errorf("sim: %s has no data node to link to", r.backend.About().Describe)
 	}
 	return links, names, nil
 }

@@ -9,15 +9,14 @@ import (
 	"math"
 	"math/rand"
 	"os"
-	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tenurelabs/tenure/chaos"
+	"github.com/tenurelabs/tenure/deploy"
 	"github.com/tenurelabs/tenure/history"
-	"github.com/tenurelabs/tenure/internal/redisserver"
 )
 
 // Options configure one run.
@@ -33,7 +32,7 @@ type Options struct {
 	Seed int64
 	// TimeScale multiplies every spec duration; 0.1 runs ten times faster. Must be positive.
 	TimeScale float64
-	// Backend names the Redis to use (see OpenBackend); "" means auto.
+	// Backend names the Redis deployment to use (a deploy.Open spec); "" means auto.
 	Backend string
 	// Toxiproxy is the URL of an external toxiproxy-server; "" runs toxiproxy in this process.
 	Toxiproxy string
@@ -164,7 +163,7 @@ func plan(o Options) (planned, error) {
 	if err != nil {
 		return p, fmt.Errorf("%w: scenario %s: %v", ErrOptions, sc.Name, err)
 	}
-	if err := CheckBackendSpec(backendSpec); err != nil {
+	if err := deploy.CheckSpec(backendSpec); err != nil {
 		return p, fmt.Errorf("%w: %v", ErrOptions, err)
 	}
 	if ps, ok := o.System.(*ProcessSystem); ok {
@@ -173,7 +172,7 @@ func plan(o Options) (planned, error) {
 		}
 	}
 	if kill, pause := needsControl(steps); kill || pause {
-		if why := lacksControl(backendSpec, pause); why != "" {
+		if why := deploy.Refuses(backendSpec, pause); why != "" {
 			return p, fmt.Errorf("%w: scenario %s needs to kill or pause Redis, which %s; use --redis server", chaos.ErrUnsupported, sc.Name, why)
 		}
 	}
@@ -217,29 +216,6 @@ func needsControl(s chaos.Schedule) (kill, pause bool) {
 	return
 }
 
-// lacksControl says why the backend named by spec cannot carry out a schedule that kills (and, when
-// pause is set, pauses) Redis, or "" when it can.
-func lacksControl(spec string, pause bool) string {
-	if spec == "" || spec == "auto" {
-		if _, ok := redisserver.Available(); ok {
-			return ""
-		}
-		spec = "embedded"
-	}
-	switch {
-	case spec == "server" || strings.HasPrefix(spec, "server:") || spec == TopologySentinel || spec == TopologyIndependent ||
-		spec == TopologyCluster:
-		return ""
-	case spec == "embedded" && pause:
-		return "the embedded Redis (chosen because no redis-server is installed, or asked for) cannot pause"
-	case spec == "embedded":
-		return ""
-	case spec == "container":
-		return "the container backend does not do"
-	}
-	return "an external Redis is not the harness's to do"
-}
-
 // Run executes one scenario against a fresh backend and returns its history. Setup errors (bad options,
 // no backend) are returned before anything is left running. When ctx is cancelled the run stops early,
 // every fault is ended, every instance and process stopped, and the partial history returned with
@@ -281,22 +257,16 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	return res, nil
 }
 
-// PersistenceReporter is an optional capability of a Backend: what it keeps across a restart ("none",
-// "rdb" or "aof"). A backend without it keeps nothing.
-type PersistenceReporter interface {
-	Persistence() string
-}
-
 // assumptions states what the system under test relies on in this run, and which of the run's faults
 // lie outside that: those the scenario names, every pause (a process frozen between its validity check
 // and its action can only be refused by fencing), and a clock drift whose rate error exceeds the bound.
-func assumptions(sc Scenario, t Timing, backend Backend, s chaos.Schedule) history.Assumptions {
+func assumptions(sc Scenario, t Timing, backend deploy.About, s chaos.Schedule) history.Assumptions {
 	a := history.Assumptions{DriftBound: t.DriftBound, Persistence: "none", Topology: "single"}
-	if pr, ok := backend.(PersistenceReporter); ok && pr.Persistence() != "" {
-		a.Persistence = pr.Persistence()
+	if backend.Persistence != "" {
+		a.Persistence = backend.Persistence
 	}
-	if tb, ok := backend.(TopologyBackend); ok {
-		a.Topology = tb.Kind()
+	if backend.Topology != TopologySingle {
+		a.Topology = backend.Topology
 	}
 	seen := map[string]bool{}
 	add := func(name string) {

@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tenurelabs/tenure/chaos"
+	"github.com/tenurelabs/tenure/deploy"
 	"github.com/tenurelabs/tenure/history"
 )
 
@@ -51,9 +54,9 @@ type stagedRun struct {
 // PostgreSQL the server and the run's table (the Redis beside it serves the harness only).
 func (s *stagedRun) describeBackend() string {
 	if s.pg != nil {
-		return fmt.Sprintf("PostgreSQL at %s (table %s); the harness's Redis: %s", s.pg.addr, s.pg.table, s.backend.Describe())
+		return fmt.Sprintf("PostgreSQL at %s (table %s); the harness's Redis: %s", s.pg.addr, s.pg.table, s.backend.About().Describe)
 	}
-	return s.backend.Describe()
+	return s.backend.About().Describe
 }
 
 // setUp opens the backend and the proxies, checks the backend is usable, and builds the runner with its
@@ -80,17 +83,19 @@ func setUp(ctx context.Context, o Options, p planned, td *teardown) (*stagedRun,
 		return nil, err
 	}
 	ns := ""
-	if backend.Shared() {
+	if backend.About().Shared {
 		ns = "tenure-" + runID + ":"
 	}
-	admin, err := connectAdmin(ctx, backend, td)
+	admin, err := connectAdmin(ctx, backend)
 	if err != nil {
 		return nil, err
 	}
 
 	start := time.Now()
 	rec := history.NewRecorderFrom(start)
-	stopWatch := watchBackend(ctx, backend, rec)
+	stopWatch := backend.Watch(ctx, func(p deploy.Promotion) {
+		rec.Add(history.Event{Kind: history.KindNote, At: rec.Now(), Note: PromotionNote(p.From, p.To)})
+	})
 	td.add(func() error { stopWatch(); return nil })
 	lag := startLagMonitor(realLagSources(rec.Now, lagPing(backend, admin)))
 	td.add(func() error { lag.stop(rec.Now()); return nil })
@@ -125,7 +130,7 @@ func setUp(ctx context.Context, o Options, p planned, td *teardown) (*stagedRun,
 		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		r.crashAll()
-		if !backend.Shared() {
+		if !backend.About().Shared {
 			return nil
 		}
 		return errors.Join(r.sessions.deleteAll(cctx), deleteNamespace(cctx, admin, ns))
@@ -134,9 +139,10 @@ func setUp(ctx context.Context, o Options, p planned, td *teardown) (*stagedRun,
 }
 
 // openRunBackend opens the Redis the scenario and its schedule need (see BackendForScenario). With an
-// external toxiproxy-server (Options.Toxiproxy) a topology creates its peer links on it too, under
-// linkPrefix, as the instances' links are: every link of the run is then on the server the user named.
-func openRunBackend(ctx context.Context, o Options, schedule chaos.Schedule, proxies chaos.Proxies, linkPrefix string, td *teardown) (Backend, error) {
+// external toxiproxy-server (Options.Toxiproxy) a deployment of several nodes creates its peer links on
+// it too, under linkPrefix, as the instances' links are: every link of the run is then on the server the
+// user named (see peerProxies).
+func openRunBackend(ctx context.Context, o Options, schedule chaos.Schedule, proxies chaos.Proxies, linkPrefix string, td *teardown) (deploy.Deployment, error) {
 	need, err := TopologyNeed(o.System, o.effectiveScenario().Topology)
 	if err != nil {
 		return nil, err
@@ -145,11 +151,18 @@ func openRunBackend(ctx context.Context, o Options, schedule chaos.Schedule, pro
 	if err != nil {
 		return nil, err
 	}
-	bo := BackendOptions{TimeScale: o.TimeScale, Seed: o.Seed}
+	peers := &peerProxies{seed: o.Seed}
 	if o.Toxiproxy != "" {
-		bo.Proxies, bo.PeerPrefix = proxies, linkPrefix
+		peers.remote = proxies
 	}
-	backend, err := OpenBackendWith(ctx, spec, bo)
+	td.add(peers.Close)
+	// TENURE_TOPOLOGY_LOGS names a directory that receives a Sentinel set's logs when the run ends (one
+	// sub-directory per run), to see what the sentinels decided.
+	var logDir string
+	if d := os.Getenv("TENURE_TOPOLOGY_LOGS"); d != "" && spec == TopologySentinel {
+		logDir = filepath.Join(d, fmt.Sprintf("sentinel-%d-%d", o.Seed, time.Now().UnixNano()))
+	}
+	backend, err := deploy.Open(ctx, spec, deploy.Options{TimeScale: o.TimeScale, Peers: chaos.ForDeploy(peers, linkPrefix), LogDir: logDir})
 	if err != nil {
 		return nil, err
 	}
@@ -177,17 +190,14 @@ func openProxies(o Options, td *teardown) (chaos.Proxies, error) {
 // connectAdmin opens the harness's own connection to the backend (sessions, clean-up; a topology's
 // own client, past every proxy) and checks that the backend answers and, unless it is shared, holds
 // nothing yet.
-func connectAdmin(ctx context.Context, backend Backend, td *teardown) (redis.UniversalClient, error) {
-	admin, owned := adminClient(backend)
-	if owned {
-		td.add(func() error { _ = admin.Close(); return nil })
-	}
+func connectAdmin(ctx context.Context, backend deploy.Deployment) (redis.UniversalClient, error) {
+	admin, about := backend.Admin(), backend.About()
 	if err := admin.Ping(ctx).Err(); err != nil {
-		return nil, fmt.Errorf("sim: backend %s does not answer: %w", backend.Describe(), err)
+		return nil, fmt.Errorf("sim: backend %s does not answer: %w", about.Describe, err)
 	}
-	if !backend.Shared() {
+	if !about.Shared {
 		if n, err := admin.DBSize(ctx).Result(); err != nil || n != 0 {
-			return nil, fmt.Errorf("sim: backend %s is not empty at start (%d keys, %v): the run's assumptions do not hold", backend.Describe(), n, err)
+			return nil, fmt.Errorf("sim: backend %s is not empty at start (%d keys, %v): the run's assumptions do not hold", about.Describe, n, err)
 		}
 	}
 	return admin, nil
@@ -263,8 +273,9 @@ func (s *stagedRun) runSchedule(ctx context.Context) scheduled {
 			}
 			hf := &history.Fault{ID: fr.ID, Name: fr.Name, Targets: fr.Applied.Targets, Params: fr.Applied.Params,
 				Wipes: fr.Applied.Wipes, Removes: fr.Applied.Removes}
-			if ib, ok := s.backend.(*independentBackend); ok && hf.Wipes {
-				hf.WipedNode = ib.t.Nodes()[0].Name
+			if hf.Wipes && s.backend.About().Topology == TopologyIndependent {
+				// A restart of independent nodes wipes the first node's copies only.
+				hf.WipedNode = s.backend.Nodes()[0].Name
 			}
 			if fr.Err != nil {
 				hf.Err = fr.Err.Error()
@@ -325,7 +336,7 @@ func (s *stagedRun) collect(out scheduled) history.History {
 			FailoverBound: FailoverBound(timing), PollInterval: timing.PollInterval, Timing: metaTiming(o.System, timing), DiscoveryInterval: timing.DiscoveryInterval, Fencing: sc.Fencing,
 			Steady: s.p.steady, ExpectBalance: sc.ExpectBalance, Duration: out.end, StartedAt: s.start.UTC(),
 			Command: o.Command, Interrupted: out.interrupted, Expect: sc.Expect, Exercises: exercises(sc, sc.Timing.merged(SpecTiming())),
-			Assumptions: assumptions(sc, timing, s.backend, s.p.schedule), Counted: s.rec.Counted(),
+			Assumptions: assumptions(sc, timing, s.backend.About(), s.p.schedule), Counted: s.rec.Counted(),
 			Lag: s.lag.stop(out.end),
 		},
 		Events: kept,

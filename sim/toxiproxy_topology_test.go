@@ -97,33 +97,3 @@ func TestSentinelPeerLinksOnExternalToxiproxy(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, left, "the run removes every proxy it created")
 }
-
-// The other topologies take their peer links from BackendOptions.Proxies too (a run passes its
-// --toxiproxy server there): every one is on the server under the prefix, and the topology removes them
-// when it closes.
-func TestTopologyPeerLinksOnGivenProxies(t *testing.T) {
-	if _, ok := redisserver.Available(); !ok {
-		t.Skip("redis-server not installed")
-	}
-	url := toxitest.Start(t)
-	for _, spec := range []string{sim.TopologyIndependent, sim.TopologyCluster} {
-		t.Run(spec, func(t *testing.T) {
-			remote, err := chaos.NewRemote(url)
-			require.NoError(t, err)
-			b, err := sim.OpenBackendWith(context.Background(), spec, sim.BackendOptions{TimeScale: 0.1, Seed: 1,
-				Proxies: remote, PeerPrefix: "run-" + spec + "-"})
-			require.NoError(t, err)
-			ps, err := toxiclient.NewClient(url).Proxies()
-			require.NoError(t, err)
-			require.NotEmpty(t, ps)
-			for name := range ps {
-				require.True(t, strings.HasPrefix(name, "run-"+spec+"-"), name)
-			}
-			require.NoError(t, b.Close())
-			after, err := toxiclient.NewClient(url).Proxies()
-			require.NoError(t, err)
-			require.Empty(t, after, "the topology removes the links it created")
-			require.NoError(t, remote.Close(), "and their owner closing them again is no error")
-		})
-	}
-}

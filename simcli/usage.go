@@ -10,6 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/tenurelabs/tenure/deploy"
 	"github.com/tenurelabs/tenure/scenarios"
 	"github.com/tenurelabs/tenure/sim"
 )
@@ -165,21 +166,21 @@ func checkSystemName(name string) error {
 }
 
 // backendNames are the --redis values a typo is matched against (addr=HOST:PORT aside); those this
-// build's sim does not accept are left out.
+// build's package deploy does not accept are left out.
 var backendNames = []string{"auto", "server", "embedded", "server:rdb", "server:aof", "sentinel", "independent", "cluster", "container"}
 
-// checkBackend refuses a --redis value sim does not accept, suggesting the closest name for a typo.
+// checkBackend refuses a --redis value package deploy does not accept, suggesting the closest name for a typo.
 func checkBackend(spec string) error {
-	err := sim.CheckBackendSpec(spec)
+	err := deploy.CheckSpec(spec)
 	if err == nil {
 		return nil
 	}
-	if !errors.Is(err, sim.ErrBackendSpec) {
+	if !errors.Is(err, deploy.ErrSpec) {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
 	var known []string
 	for _, n := range backendNames {
-		if sim.CheckBackendSpec(n) == nil {
+		if deploy.CheckSpec(n) == nil {
 			known = append(known, n)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tenurelabs/tenure/chaos"
+	"github.com/tenurelabs/tenure/deploy"
 	"github.com/tenurelabs/tenure/history"
 	"github.com/tenurelabs/tenure/internal/redisserver"
 	"github.com/tenurelabs/tenure/sim"
@@ -16,7 +17,7 @@ import (
 )
 
 func TestBackendForScenarioTopology(t *testing.T) {
-	require.NoError(t, sim.CheckBackendSpec("sentinel"))
+	require.NoError(t, deploy.CheckSpec("sentinel"))
 	// Private servers asked for (what CI passes): a Sentinel scenario gets a private Sentinel set.
 	for _, spec := range []string{"", "auto", "server", "sentinel"} {
 		got, err := sim.BackendForScenario(spec, sim.TopologySentinel, nil)

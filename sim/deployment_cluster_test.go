@@ -10,6 +10,7 @@ import (
 
 	"github.com/tenurelabs/tenure/chaos"
 	"github.com/tenurelabs/tenure/checker"
+	"github.com/tenurelabs/tenure/deploy"
 	"github.com/tenurelabs/tenure/history"
 	"github.com/tenurelabs/tenure/internal/redisserver"
 	"github.com/tenurelabs/tenure/sim"
@@ -19,7 +20,7 @@ import (
 // A cluster scenario gets a private Redis Cluster when private servers are asked for, and is refused
 // with what it needs on any backend that cannot start one.
 func TestBackendForScenarioCluster(t *testing.T) {
-	require.NoError(t, sim.CheckBackendSpec("cluster"))
+	require.NoError(t, deploy.CheckSpec("cluster"))
 	for _, spec := range []string{"", "auto", "server", "cluster"} {
 		got, err := sim.BackendForScenario(spec, sim.TopologyCluster, nil)
 		require.NoError(t, err, spec)
