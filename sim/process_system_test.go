@@ -126,7 +126,11 @@ func TestExecSystemNeedsARunnableCommand(t *testing.T) {
 // The random nemesis draws nothing a process system cannot run: no stall (it holds calls inside a client
 // the harness shares with in-process systems only), so the run goes ahead instead of being refused.
 func TestNemesisLeavesOutWhatAProcessSystemCannotRun(t *testing.T) {
-	ps, err := sim.LoadSystemFile("../examples/reference/system.json")
+	// A system file of its own, so the test does not need bin/tenure-instance built: the plan never
+	// starts the command.
+	dir := writeSystem(t, `{"name": "p", "kind": "lease", "command": ["sh"],
+		"capabilities": {"beliefs": true, "fencing": true, "faketime": false}}`)
+	ps, err := sim.LoadSystemFile(filepath.Join(dir, sim.SystemFileName))
 	require.NoError(t, err)
 	sc := sim.Scenario{Name: "n", Description: "n", Instances: 3, Endpoints: 3, Duration: 30 * time.Minute,
 		Nemesis: &chaos.NemesisOptions{From: time.Minute, To: 29 * time.Minute, TTL: 30 * time.Second}}

@@ -281,7 +281,12 @@ func TestMatrixStartsLongestFirst(t *testing.T) {
 // A scenario with a fault a system cannot be put through (a stall of a process system's client) leaves
 // that cell blank, as a scenario of another topology does, instead of refusing the whole matrix.
 func TestMatrixLeavesBlankWhatASystemCannotRun(t *testing.T) {
-	f := matrixFlags{systems: "reference,exec:../examples/reference", scenarios: "stall-past-ttl,crash-failover"}
+	// A process system of its own (the plan never starts its command), so the test does not need
+	// bin/tenure-instance built.
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, sim.SystemFileName),
+		[]byte(`{"name": "p", "kind": "lease", "command": ["sh"], "capabilities": {"beliefs": true}}`), 0o644))
+	f := matrixFlags{systems: "reference,exec:" + dir, scenarios: "stall-past-ttl,crash-failover"}
 	f.run.redis, f.run.parallel, f.run.out, f.seeds = "server", 1, filepath.Join(t.TempDir(), "m"), 1 // planned only
 	cells, jobs, _, err := planMatrix(&f)
 	require.NoError(t, err)
@@ -289,6 +294,6 @@ func TestMatrixLeavesBlankWhatASystemCannotRun(t *testing.T) {
 	for _, c := range cells {
 		got = append(got, c.system+"/"+c.scenario)
 	}
-	require.ElementsMatch(t, []string{"reference/stall-past-ttl", "reference/crash-failover", "exec:../examples/reference/crash-failover"}, got)
+	require.ElementsMatch(t, []string{"reference/stall-past-ttl", "reference/crash-failover", "exec:" + dir + "/crash-failover"}, got)
 	require.Len(t, jobs, 3)
 }
