@@ -333,3 +333,51 @@ func TestAnnouncementWindowGrowsInABurst(t *testing.T) {
 	require.True(t, kicked(), "after a quiet spell at once")
 	require.Equal(t, first, window(), "and from the first window again")
 }
+
+// After a Redis restart every heartbeat is gone and the survivors write theirs again one by one. The
+// round that finds that out may scan anyway (the link was recovering); an instance that had not yet
+// written its heartbeat when that scan read the registry must be found by the rounds of the next
+// HeartbeatTTL, not by the periodic scan several DiscoveryIntervals later: until then this instance
+// leaves to it endpoints that nobody polls.
+func TestScanRoundThatFindsTheFleetGoneKeepsScanning(t *testing.T) {
+	mr := miniredis.RunT(t)
+	c := newClient(t, mr.Addr())
+	clk := &handClock{now: time.Unix(1000, 0)}
+	cfg := testConfig()
+	cfg.InstanceID, cfg.Clock, cfg.Logger = "self", clk, quietLogger()
+	cfg.Targets = StaticTargets{"x"}
+	cfg.Poll = func(context.Context, Poll) error { return nil }
+	m, err := New(c, cfg)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	m.runCtx = ctx
+	beat := func(id string) {
+		require.NoError(t, c.Set(ctx, "poll:node:"+id, "1", time.Hour).Err())
+		require.NoError(t, c.ZAdd(ctx, "poll:nodes", redis.Z{Score: float64(clk.Now().Add(time.Hour).UnixMilli()), Member: id}).Err())
+	}
+	round := func() []string {
+		t.Helper()
+		others, _, err := m.fleet(ctx, false)
+		require.NoError(t, err)
+		clk.advance(cfg.DiscoveryInterval)
+		return others
+	}
+	for _, id := range []string{"self", "a", "b"} {
+		beat(id)
+	}
+	require.Equal(t, []string{"a", "b"}, round())
+
+	mr.FlushAll() // Redis restarted empty
+	beat("a")     // a wrote its heartbeat again before the next round, b not yet
+	m.mu.Lock()
+	m.unhealthy = true // the round runs while the link recovers: it scans
+	m.mu.Unlock()
+	require.Equal(t, []string{"a"}, round())
+	m.mu.Lock()
+	m.unhealthy = false
+	m.mu.Unlock()
+
+	beat("b")
+	require.Equal(t, []string{"a", "b"}, round(), "b is found by the next round")
+}
