@@ -80,6 +80,7 @@ func (c *handClock) waiting() int {
 // A burst of fleet announcements runs one discovery round at once and one more at the end of the
 // window, however many announcements the burst holds; an announcement after a quiet spell runs at once.
 func TestAnnouncementsAreCoalesced(t *testing.T) {
+	t.Parallel()
 	clk := &handClock{now: time.Unix(1000, 0)}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -140,6 +141,7 @@ func (s *scanCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 // fleet registry only at its first round, when an instance vanished unannounced (and then for one
 // HeartbeatTTL), and every nodeRescanRounds discovery intervals.
 func TestFleetScansOnlyWhenNeeded(t *testing.T) {
+	t.Parallel()
 	mr := miniredis.RunT(t)
 	c := newClient(t, mr.Addr())
 	scans := &scanCounter{}
@@ -231,6 +233,7 @@ func (p *pttlCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 // the heartbeats due by then: when a dead instance's heartbeat expires every instance of the fleet
 // runs one at the same moment, and reading the whole fleet's heartbeats on each delayed the takeover.
 func TestDueRoundReadsOnlyDueHeartbeats(t *testing.T) {
+	t.Parallel()
 	mr := miniredis.RunT(t)
 	c := newClient(t, mr.Addr())
 	pttls := &pttlCounter{}
@@ -298,6 +301,7 @@ func TestDueRoundReadsOnlyDueHeartbeats(t *testing.T) {
 // While announcements keep coming, each coalescing window is twice the last, up to a quarter of the
 // discovery interval; a quiet spell starts again from the first window; a stop runs a round at once.
 func TestAnnouncementWindowGrowsInABurst(t *testing.T) {
+	t.Parallel()
 	clk := &handClock{now: time.Unix(1000, 0)}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -340,6 +344,7 @@ func TestAnnouncementWindowGrowsInABurst(t *testing.T) {
 // HeartbeatTTL, not by the periodic scan several DiscoveryIntervals later: until then this instance
 // leaves to it endpoints that nobody polls.
 func TestScanRoundThatFindsTheFleetGoneKeepsScanning(t *testing.T) {
+	t.Parallel()
 	mr := miniredis.RunT(t)
 	c := newClient(t, mr.Addr())
 	clk := &handClock{now: time.Unix(1000, 0)}
