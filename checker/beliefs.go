@@ -142,7 +142,12 @@ func checkSingleHolder(idx *index, opts Options) Result {
 					}
 				}
 				v.ReachedResource = reachedN > 0
-				v.Outside = idx.scope.involved(from, to, a.inst, b.inst)
+				// Only a fault on the stale holder (or on the backend, or every instance) explains
+				// the overlap: a holder that was paused or drifting may keep believing past its
+				// lease, but the newer holder's belief rests on a grant Redis made, so a fault on it
+				// alone explains nothing (a paused instance that wakes and acquires a key deleted
+				// under its older holder is that holder's fault).
+				v.Outside = idx.scope.involved(from, to, a.inst)
 				v.Message = fmt.Sprintf("%s and %s both believed they held %s for %v [%v, %v]: %s, %s; the stale holder %s",
 					a.inst, b.inst, ep, to-from, from, to, beliefDesc(a), beliefDesc(b), a.inst)
 				switch {
