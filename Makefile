@@ -24,7 +24,7 @@ test: lint unit mutants suite
 
 # Most tests wait (on timers, on a Redis, on a fleet taking over), so they run in parallel: up to
 # UNIT_PARALLEL at once within a package (go test's default is one per CPU).
-UNIT_PARALLEL ?= 8
+UNIT_PARALLEL ?= 4
 unit:
 	$(GO) test -count=1 -timeout 12m -parallel $(UNIT_PARALLEL) ./...
 
