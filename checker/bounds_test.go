@@ -133,6 +133,11 @@ func TestBoundTableComposes(t *testing.T) {
 		{"latency on the survivor that takes it over", func(b *builder) *builder {
 			return b.fault("f2", "latency", at, at+10*s, false, false, "b").withParams("latency", "60ms", "jitter", "30ms")
 		}, at + 3*s + 3*ms(90) + tol},
+		{"an acquire of the survivor held on the wire past its call bound: the later of the hold's end and the landing, and blind", func(b *builder) *builder {
+			return b.life("c", history.LifeStarted, 0).
+				fault("f2", "slow-requests", at+2*s+ms(500), at+4*s, false, false, "b").withParams("delay", "600ms", "held", "requests").
+				unknownOp("b", history.OpAcquire, "poll:lease:e1", "b", 3*s, at+3*s)
+		}, at + 4*s + s + ms(300) + tol},
 		{"a Redis pause after the deadline", func(b *builder) *builder {
 			return b.fault("f2", "redis-pause", at+4*s, at+6*s, false, false)
 		}, at + 3*s + tol},

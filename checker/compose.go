@@ -72,6 +72,11 @@ func (idx *index) extended(d Deadline, ep string, since, stop time.Duration, tak
 				for _, t := range g.Fault.Targets {
 					hinders = hinders || idx.heldInStanding(ep, t, at) || (gd.Class == ClassSlow && t == taker)
 				}
+				if !hinders {
+					if lw, ok := idx.lateWrite(g, gd, ep); ok {
+						hinders, gd = true, lw
+					}
+				}
 			}
 			if !hinders {
 				continue
@@ -87,6 +92,46 @@ func (idx *index) extended(d Deadline, ep string, since, stop time.Duration, tak
 		}
 	}
 	return d
+}
+
+// lateWrite is the deadline of a blind slow-requests fault g (requests held past the call bound) on an
+// instance that did not hold ep when g began but sent an acquire or renewal of ep during g that got no
+// reply: that write may land up to the hold after it was sent, after its sender gave up on it, and hold
+// ep in the backend for nobody. Its sender can learn of it only by calling again once its requests pass:
+// within blind (a renewal or heartbeat interval and a call bound) of the later of the fault's end and
+// the write's landing, and then release it in a few round trips. So it hinders ep until then, never
+// beyond the fault's own deadline (the table's, for a holder writing blind, which adds a TTL).
+func (idx *index) lateWrite(g *history.Event, gd Deadline, ep string) (Deadline, bool) {
+	if gd.Class != ClassBlind || g.Fault.Name != "slow-requests" {
+		return gd, false
+	}
+	t, ok := timingOf(idx.meta)
+	if !ok {
+		return gd, false
+	}
+	end, hold := idx.faultEnd(g), paramDur(g.Fault, "delay")
+	targets := toSet(g.Fault.Targets)
+	var last time.Duration
+	found := false
+	for _, e := range idx.opsOf(ep) {
+		if e.At > end {
+			break
+		}
+		if e.At < g.At || !targets[e.Instance] || (e.Op.Kind != history.OpAcquire && e.Op.Kind != history.OpRenew) {
+			continue
+		}
+		if e.Op.Unknown || e.End == history.Infinity {
+			last, found = e.At, true
+		}
+	}
+	if !found {
+		return gd, false
+	}
+	at := min(max(end, last+hold)+blindWrites(t)+FailoverTolerance, gd.At)
+	gd.Why = fmt.Sprintf("%s: a write sent during it at %v got no reply and may land %v late, unseen; its sender learns of it within a renewal or heartbeat interval and a call bound (%v) of the later of the fault's end and the landing",
+		g.Fault.Name, round(last), round(hold), blindWrites(t))
+	gd.At = at
+	return gd, true
 }
 
 // cadence is how long after a poll's start a holder that keeps the cadence it was given starts the
