@@ -165,9 +165,11 @@ func (idx *index) heldInStanding(ep, in string, t time.Duration) bool {
 		}
 	}
 	// An acquire or renewal it sent, granted or still unanswered at t, may hold ep in the backend: its
-	// sender holds ep as far as anyone else can tell. An acquire that was refused counts too: its
-	// sender was taking ep over (a handoff to it under way), and the fleet leaves ep to it until it
-	// acquires or is found dead.
+	// sender holds ep as far as anyone else can tell. In a lease fleet an acquire that was refused
+	// counts too: its sender was taking ep over (a handoff to it under way), and the fleet leaves ep to
+	// it until it acquires or is found dead. In an election every standby is refused at every attempt,
+	// which says nothing of who leads.
+	refusedCounts := idx.meta.Kind != "election"
 	for _, e := range idx.opsOf(ep) {
 		if e.At > t {
 			break
@@ -175,7 +177,7 @@ func (idx *index) heldInStanding(ep, in string, t time.Duration) bool {
 		if e.Instance != in || (e.Op.Kind != history.OpAcquire && e.Op.Kind != history.OpRenew) {
 			continue
 		}
-		if (e.Op.Kind == history.OpAcquire || e.Op.OK || e.Op.Unknown || e.End > t) && (!found || e.At > last) {
+		if ((refusedCounts && e.Op.Kind == history.OpAcquire) || e.Op.OK || e.Op.Unknown || e.End > t) && (!found || e.At > last) {
 			last, found = e.At, true
 		}
 	}

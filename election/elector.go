@@ -297,6 +297,7 @@ func (e *Elector) run(ctx context.Context) {
 	var lastTerm uint64
 	reissued := false // a stale holding was just released to get a new term
 	quick := false    // the last wait was an immediate retry (see nextAttempt)
+	undid := false    // an abandoned term of this instance was just released (at most once per wait)
 	for ctx.Err() == nil && !e.stopping() {
 		sent := e.cfg.Clock.Now()
 		actx, cancel := context.WithTimeout(ctx, e.cfg.OpTimeout)
@@ -350,6 +351,19 @@ func (e *Elector) run(ctx context.Context) {
 		lctx, cancel := context.WithTimeout(ctx, e.cfg.OpTimeout)
 		info, err := e.b.Leader(lctx, e.cfg.Role)
 		cancel()
+		if err == nil && info.ID == e.cfg.InstanceID && info.Term != 0 && !undid && e.releasesAbandoned() {
+			// The backend holds a term of this instance that nothing here acts on: an acquire whose
+			// reply was lost landed after the attempt was given up, or a renewal that timed out landed
+			// after the release that followed the loss failed. Nobody else is granted the role until it
+			// expires, and this elector is refused too (a new attempt is not given an earlier holding),
+			// so release it and contend again at once instead of leaving the fleet a TTL to wait.
+			e.log.Warn("election backend holds a term of this instance that it does not lead; releasing it", "term", info.Term)
+			undid = true
+			if e.release(info.Term) {
+				continue
+			}
+		}
+		undid = false
 		if err == nil && info.ID != "" && info.ID != e.cfg.InstanceID {
 			e.observe(info.ID)
 			e.setState(Follower)

@@ -157,6 +157,14 @@ var Mutants = []Mutant{
 	// The elector stopped the same way releases nothing either: a standby leads a TTL later.
 	{Name: ElectionStopAfterCancelAbandons, Of: Election, Removes: "the elector's Stop after Start's context ended releases nothing",
 		Scenarios: []string{"election-signal-stop-redis"}, CaughtBy: []string{failover}},
+
+	// Found by the composing nemesis. An acquire held on the wire past its call bound lands after its
+	// sender gave up (or a renewal lands after the release that followed its loss failed): the key
+	// names a candidate that does not lead, and a new attempt of that candidate is refused like
+	// everyone else's. The mutant leaves that term to expire, so the role has no leader for a TTL after
+	// the write landed; the reference releases it when Leader names it, and contends again at once.
+	{Name: ElectionAbandonedTermKept, Of: Election, Removes: "a term of its own it does not lead (a lost acquire that landed) is left to expire",
+		Scenarios: []string{"election-late-acquire-redis"}, CaughtBy: []string{failover, liveness}},
 }
 
 // beliefs are the invariants that catch a belief outliving its lease.
@@ -191,4 +199,6 @@ const (
 	ElectionNoCancel      Name = "election-no-cancel"
 
 	ElectionStopAfterCancelAbandons Name = "election-stop-after-cancel-abandons"
+
+	ElectionAbandonedTermKept Name = "election-abandoned-term-kept"
 )
