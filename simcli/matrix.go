@@ -53,6 +53,7 @@ var cellWords = map[string]string{
 	checker.InvBalance:      "imbalance",
 	checker.InvFencing:      "token-regress",
 	checker.InvLiveness:     "stuck",
+	checker.InvBlindWrite:   "blind-write",
 	checker.InvAssumptions:  "assumptions",
 }
 

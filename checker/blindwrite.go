@@ -1,0 +1,139 @@
+package checker
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/tenurelabs/tenure/history"
+)
+
+// checkBlindWrites judges what an instance sends after it has seen enough to know that its link to the
+// backend is dead, apart from what those writes caused (failover and liveness judge that).
+//
+// A call of the instance that got no reply (an operation of unknown outcome, not one its own caller
+// cancelled) tells the instance, by the time its call bound (Timing.OpTimeout) has passed, that what it
+// sends may land unseen. An acquire or renewal it sends after that is blind when, by the time it is sent,
+// nothing it sent at or after the unanswered call has been answered, and it goes unanswered itself: no
+// reply told the instance its link was back, and none came. A write the instance sent in the race
+// between deciding and learning is not blind: one more call bound is allowed for it, as the reference's
+// link-health logic documents ("calls already past their probe when the link fails may still land"),
+// plus FailoverTolerance. A write that was answered is not judged: the link had come back, and the probe
+// that may have told the instance so (PING) is not recorded. Releases are never blind: they only delete
+// the instance's own holding, and one that lands lets the others in.
+//
+// Calls made while a stall or a pause held the instance (from the fault's start until a call bound after
+// its end) are left out: a stalled instance's calls neither fail nor return, a frozen one's time out
+// while it cannot act on it. The invariant is skipped on replicated or sharded backends (a link is
+// judged per node there), and where no timing or no operation was recorded.
+func checkBlindWrites(idx *index, opts Options) Result {
+	t, ok := timingOf(idx.meta)
+	switch {
+	case !ok || t.OpTimeout <= 0:
+		return Result{Invariant: InvBlindWrite, Outcome: Skipped, Message: "no call bound was recorded (an older history): nothing to judge blind writes by"}
+	case idx.meta.Assumptions.Topology != "" && idx.meta.Assumptions.Topology != "single":
+		return Result{Invariant: InvBlindWrite, Outcome: Skipped, Message: fmt.Sprintf("the backend is %s: a link is judged per node there", idx.meta.Assumptions.Topology)}
+	}
+	byInst := map[string][]*history.Event{}
+	for _, e := range idx.ops {
+		if e.Instance != "" {
+			byInst[e.Instance] = append(byInst[e.Instance], e)
+		}
+	}
+	if len(byInst) == 0 {
+		return Result{Invariant: InvBlindWrite, Outcome: Skipped, Message: "no operation of an instance was recorded: nothing to judge"}
+	}
+	held := idx.heldWindows(t.OpTimeout)
+	slack := 2*t.OpTimeout + FailoverTolerance
+	var c collector
+	judged := 0
+	for _, in := range slices.Sorted(maps.Keys(byInst)) {
+		ops := byInst[in]
+		slices.SortStableFunc(ops, func(a, b *history.Event) int { return cmp.Compare(a.At, b.At) })
+		// answeredFrom[i] is the earliest reply to an operation sent at or after ops[i].At.
+		answeredFrom := make([]time.Duration, len(ops)+1)
+		answeredFrom[len(ops)] = history.Infinity
+		for i := len(ops) - 1; i >= 0; i-- {
+			answeredFrom[i] = answeredFrom[i+1]
+			if !ops[i].Op.Unknown && ops[i].End != history.Infinity {
+				answeredFrom[i] = min(answeredFrom[i], ops[i].End)
+			}
+		}
+		heldIn := func(at time.Duration) bool {
+			for _, w := range held[in] {
+				if at >= w.From && at <= w.To {
+					return true
+				}
+			}
+			return false
+		}
+		lost := -1 // the latest unanswered call sent at least slack before the write in hand
+		next := 0
+		for _, w := range ops {
+			for next < len(ops) && ops[next].At+slack <= w.At {
+				if f := ops[next]; unanswered(f) && !heldIn(f.At) {
+					lost = next
+				}
+				next++
+			}
+			if w.Op.Kind != history.OpAcquire && w.Op.Kind != history.OpRenew {
+				continue
+			}
+			judged++
+			if lost < 0 || !unanswered(w) || heldIn(w.At) {
+				continue
+			}
+			f := ops[lost]
+			// The first of ops sent at or after f: a reply to any of them by the time w was sent
+			// told the instance its link was back.
+			first := sort.Search(len(ops), func(i int) bool { return ops[i].At >= f.At })
+			if answeredFrom[first] <= w.At {
+				continue
+			}
+			c.add(Violation{At: w.At, Endpoint: w.Endpoint, Instances: []string{in}, Events: []int64{f.Seq, w.Seq},
+				Message: fmt.Sprintf("%s sent %s of %s at %v, %v after its call at %v (%s) went unanswered past its call bound (%v), with no reply to anything it sent since; it got no reply either",
+					in, w.Op.Kind, orKey(w), w.At, round(w.At-f.At), f.At, firstWord(f.Op.Command), t.OpTimeout)})
+		}
+	}
+	return c.result(InvBlindWrite, opts.MaxViolations,
+		fmt.Sprintf("no acquire or renewal was sent blind: %d judged against the instances' unanswered calls (call bound %v)", judged, t.OpTimeout),
+		fmt.Sprintf("%d blind writes: an acquire or renewal sent after an unanswered call had shown the link dead, with no reply since", len(c.list)))
+}
+
+// unanswered reports whether op got no reply, and its caller did not cancel it.
+func unanswered(e *history.Event) bool {
+	return (e.Op.Unknown || e.End == history.Infinity) && !strings.Contains(e.Op.Err, "context canceled")
+}
+
+// heldWindows returns, per instance, the windows in which a stall or a pause held it, each extended by
+// grace after the fault's end.
+func (idx *index) heldWindows(grace time.Duration) map[string][]history.Window {
+	out := map[string][]history.Window{}
+	for _, f := range idx.faults {
+		switch f.Fault.Name {
+		case "stall", "pause", "freeze":
+		default:
+			continue
+		}
+		for _, in := range f.Fault.Targets {
+			out[in] = append(out[in], history.Window{From: f.At, To: idx.faultEnd(f) + grace})
+		}
+	}
+	return out
+}
+
+func orKey(e *history.Event) string {
+	if e.Endpoint != "" {
+		return e.Endpoint
+	}
+	return e.Op.Key
+}
+
+func firstWord(s string) string {
+	w, _, _ := strings.Cut(s, " ")
+	return strings.ToLower(w)
+}
