@@ -312,7 +312,7 @@ func (e *Elector) run(ctx context.Context) {
 			e.log.Warn("election attempt failed", "err", err)
 			e.setState(Candidate)
 			e.emit(Event{Type: ElectionFailed, State: Candidate, Err: err})
-			e.wait(ctx, e.cfg.RetryInterval, &hint)
+			e.wait(ctx, e.retryWait(), &hint)
 			continue
 		case ok && term <= lastTerm:
 			// Our previous holding is still on the backend (its loss was not confirmed there). A new
@@ -322,7 +322,7 @@ func (e *Elector) run(ctx context.Context) {
 					e.log.Warn("election backend granted a term not above the previous one", "term", term, "previous", lastTerm)
 				}
 				reissued = false
-				e.wait(ctx, e.cfg.RetryInterval, &hint)
+				e.wait(ctx, e.retryWait(), &hint)
 				continue
 			}
 			reissued = true
@@ -343,7 +343,7 @@ func (e *Elector) run(ctx context.Context) {
 			if end := e.lead(ctx, sent, term); end != nil {
 				return
 			}
-			e.wait(ctx, e.cfg.RetryInterval, &hint)
+			e.wait(ctx, e.retryWait(), &hint)
 			continue
 		}
 		// Not acquired: see who leads, and until when.
@@ -375,8 +375,18 @@ func (e *Elector) run(ctx context.Context) {
 		}
 		var d time.Duration
 		d, quick = e.nextAttempt(asked, info, err, quick)
+		if d == e.cfg.RetryInterval {
+			d = e.retryWait()
+		}
 		e.wait(ctx, d, &hint)
 	}
+}
+
+// retryWait is RetryInterval jittered down by up to a tenth (drawn from Rand, run loop only), so that
+// candidates refused together, and the leader's renewals, do not stay in phase: a standby whose
+// attempts keep the leader's rhythm would always reach a restarted server after the leader.
+func (e *Elector) retryWait() time.Duration {
+	return e.cfg.RetryInterval - time.Duration(e.cfg.Rand.Int64N(int64(e.cfg.RetryInterval/10)+1))
 }
 
 // takeoverSlack is how long after the moment the backend said the role may be granted the next attempt
