@@ -17,7 +17,8 @@ import (
 //
 // A call of the instance that got no reply (an operation of unknown outcome, not one its own caller
 // cancelled) tells the instance, by the time its call bound (Timing.OpTimeout) has passed, that what it
-// sends may land unseen. An acquire or renewal it sends after that is blind when, by the time it is sent,
+// sends may land unseen. An acquire or renewal (or a plain write of its own bookkeeping, a heartbeat:
+// see judgedWrite) it sends after that is blind when, by the time it is sent,
 // nothing it sent at or after the unanswered call has been answered, and it goes unanswered itself: no
 // reply told the instance its link was back, and none came. A write the instance sent in the race
 // between deciding and learning is not blind: one more call bound is allowed for it, as the reference's
@@ -80,7 +81,7 @@ func checkBlindWrites(idx *index, opts Options) Result {
 				}
 				next++
 			}
-			if w.Op.Kind != history.OpAcquire && w.Op.Kind != history.OpRenew {
+			if !judgedWrite(w) {
 				continue
 			}
 			judged++
@@ -100,8 +101,28 @@ func checkBlindWrites(idx *index, opts Options) Result {
 		}
 	}
 	return c.result(InvBlindWrite, opts.MaxViolations,
-		fmt.Sprintf("no acquire or renewal was sent blind: %d judged against the instances' unanswered calls (call bound %v)", judged, t.OpTimeout),
-		fmt.Sprintf("%d blind writes: an acquire or renewal sent after an unanswered call had shown the link dead, with no reply since", len(c.list)))
+		fmt.Sprintf("no write was sent blind: %d acquires, renewals and heartbeats judged against the instances' unanswered calls (call bound %v)", judged, t.OpTimeout),
+		fmt.Sprintf("%d blind writes: a write sent after an unanswered call had shown the link dead, with no reply since", len(c.list)))
+}
+
+// judgedWrite reports whether e is a write blind-write judges: an acquire or a renewal, or one of the
+// plain commands that write a system's own bookkeeping (a heartbeat, a fleet registry). Deletes and
+// announcements are not judged (they only remove what the instance wrote, or tell the others it did),
+// nor scripts the system does not classify (they may be reads).
+func judgedWrite(e *history.Event) bool {
+	switch e.Op.Kind {
+	case history.OpAcquire, history.OpRenew:
+		return true
+	case history.OpOther:
+		return writeCommands[firstWord(e.Op.Command)]
+	}
+	return false
+}
+
+// writeCommands are the plain commands that create or extend a key.
+var writeCommands = map[string]bool{
+	"set": true, "setex": true, "psetex": true, "setnx": true, "getset": true, "expire": true, "pexpire": true,
+	"zadd": true, "hset": true, "hmset": true, "hsetnx": true, "sadd": true, "incr": true, "incrby": true,
 }
 
 // unanswered reports whether op got no reply, and its caller did not cancel it.

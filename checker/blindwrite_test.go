@@ -52,6 +52,16 @@ func TestBlindWrites(t *testing.T) {
 		{"a write that was answered", func(b *builder) *builder {
 			return b.op("a", history.OpRenew, "poll:lease:e1", "a", 3*s, 2*s, 2*s+ms(1), true, "")
 		}, true},
+		{"a heartbeat", func(b *builder) *builder {
+			b.unknownOp("a", history.OpOther, "poll:node:a", "", 0, 2*s)
+			b.events[len(b.events)-1].Op.Command = "set poll:node:a 1 ex 3"
+			return b
+		}, false},
+		{"a read", func(b *builder) *builder {
+			b.unknownOp("a", history.OpOther, "poll:nodes", "", 0, 2*s)
+			b.events[len(b.events)-1].Op.Command = "zrange poll:nodes 0 -1"
+			return b
+		}, true},
 		{"a release", func(b *builder) *builder {
 			return b.unknownOp("a", history.OpRelease, "poll:lease:e1", "a", 0, 2*s)
 		}, true},
