@@ -14,9 +14,12 @@ var exploration = []sim.Scenario{
 		Name: "explore", Description: "The composing nemesis: Redis restarts and snapshot restores while a holder is stalled, cut off or paused, " +
 			"acquires and renewals that land after their callers gave up, crashes during handoffs and joins, restarts during starts, drawn from the seed; " +
 			"endpoints enforce fencing.",
-		Instances: 4, Endpoints: 12, Duration: 400 * s,
-		Explore: &chaos.ExploreOptions{From: 60 * s, To: 380 * s},
-		Steady:  w(385*s, 400*s), NeedsBackendControl: true,
+		Instances: 4, Endpoints: 12, Duration: 360 * s,
+		Explore: &chaos.ExploreOptions{From: 50 * s, To: 340 * s},
+		Steady:  w(345*s, 360*s), NeedsBackendControl: true,
+		// Polls last three safety margins: a poll still in flight at a local deadline must be cut short
+		// there, which polls as long as the margin would hide.
+		Timing: sim.Timing{PollDuration: 3 * s},
 		// Pauses are among the faults: only fencing at the resource can refuse a woken zombie's poll.
 		Fencing: true,
 	},
@@ -24,9 +27,10 @@ var exploration = []sim.Scenario{
 		Name: "explore-election-redis", Description: "The composing nemesis against the Redis election: three roles, every instance contending for each; " +
 			"the leaders' terms are the fencing tokens.",
 		System:    "election-redis",
-		Instances: 4, Endpoints: 3, Duration: 400 * s,
-		Explore: &chaos.ExploreOptions{From: 60 * s, To: 380 * s},
-		Steady:  w(385*s, 400*s), NeedsBackendControl: true,
+		Instances: 4, Endpoints: 3, Duration: 360 * s,
+		Explore: &chaos.ExploreOptions{From: 50 * s, To: 340 * s},
+		Steady:  w(345*s, 360*s), NeedsBackendControl: true,
+		Timing:  sim.Timing{PollDuration: 3 * s},
 		Fencing: true,
 	},
 }

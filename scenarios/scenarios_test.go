@@ -75,7 +75,7 @@ func TestSuites(t *testing.T) {
 		}
 	}
 	_, err = scenarios.GetSuite("nope")
-	require.ErrorContains(t, err, "valid suites: ci, cluster, full, quick, sentinel, soak")
+	require.ErrorContains(t, err, "valid suites: ci, cluster, explore, full, quick, sentinel, soak")
 	_, err = scenarios.Get("nope")
 	require.ErrorContains(t, err, "valid scenarios: single-instance")
 }
