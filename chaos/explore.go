@@ -12,8 +12,9 @@ import (
 //   - wipe-while-stalled, wipe-while-cut-off, wipe-while-paused: Redis restarts empty while the holder
 //     of an endpoint cannot renew (its calls hang, its link is cut both ways, or it is frozen), so it
 //     learns of the restart only when its own fault ends, after the others may have;
-//   - snapshot-while-stalled, snapshot-while-cut-off: Redis comes back from a snapshot taken when the
-//     episode began (older keys, the server's run ID new) while the holder cannot renew;
+//   - snapshot-while-stalled, snapshot-while-cut-off: Redis comes back from a snapshot taken more than a
+//     TTL before (every lease of it expired, the epoch key back, the server's run ID new) while the
+//     holder cannot renew;
 //   - redis-pause-while-stalled: Redis is frozen (data kept) while the holder's calls hang;
 //   - late-acquire: the holder of an endpoint crashes, and another instance's requests are held on the
 //     wire past its call bound around the moment it contends: its acquire lands after it gave up;
@@ -152,18 +153,25 @@ func (x *explorer) episode(name string, at time.Duration) (Schedule, int) {
 		if how == "paused" {
 			hold = x.between(ttl, ttl+ttl/2)
 		}
+		if name[:8] == "snapshot" {
+			// The snapshot is taken when the step begins and loaded when it ends. The step lasts more
+			// than a TTL, so that no lease of the snapshot is still alive when it is loaded (the
+			// checker models a restore as a loss of every lease: a shorter step would bring some back),
+			// while the epoch key, which has no TTL, comes back; the holder is blocked across the load.
+			For := ttl + x.between(ttl/30, ttl/3)
+			load := at + For
+			return Schedule{
+				{At: at, For: For, Fault: RedisRestartFromSnapshot{}},
+				{At: load - x.between(ttl/20, hold/2), For: hold, Fault: x.blocked(how, of, slot)},
+			}, live
+		}
 		st := Schedule{{At: at, For: hold, Fault: x.blocked(how, of, slot)}}
 		// The backend fault begins while the holder is blocked, early enough that its writes could
 		// still be alive in Redis.
 		in := at + x.between(ttl/20, hold/2)
-		switch {
-		case name[:4] == "wipe":
+		if name[:4] == "wipe" {
 			st = append(st, Step{At: in, For: ttl / 10, Fault: RedisRestart{}})
-		case name[:8] == "snapshot":
-			// The snapshot is taken when the step begins and loaded when it ends: a step of a few
-			// seconds restores keys a few seconds old, some of them still inside their TTL.
-			st = append(st, Step{At: in, For: x.between(ttl/30, ttl/3), Fault: RedisRestartFromSnapshot{}})
-		default:
+		} else {
 			st = append(st, Step{At: in, For: x.between(ttl/10, ttl/2), Fault: RedisPause{}})
 		}
 		return st, live
