@@ -382,3 +382,27 @@ func TestAPauseOfAnInstanceTakingOverHindersIt(t *testing.T) {
 	require.Contains(t, r.Message, "scale changes checked", allText(r))
 	require.NotContains(t, allText(r), "e1 not polled", allText(r))
 }
+
+// In an election every standby is refused at every attempt: a refused acquire says nothing of who leads,
+// so a fault on a standby that was only refused hinders nothing (in a lease fleet a refused acquire is a
+// handoff to it under way, TestAPauseOfAnInstanceTakingOverHindersIt).
+func TestAnElectionStandbysRefusalIsNoStanding(t *testing.T) {
+	s := time.Second
+	at := 5*s + ms(500)
+	b := tabled().life("c", history.LifeStarted, 0).
+		op("a", history.OpAcquire, "poll:lease:e1", "a", 3*s, ms(5), ms(6), true, "").
+		fault("f1", "crash", at, at, true, false, "a").life("a", history.LifeCrashed, at).
+		op("b", history.OpAcquire, "poll:lease:e1", "b", 3*s, at+ms(100), at+ms(101), false, "").
+		fault("f2", "one-way-partition", at+ms(300), at+2*s, false, false, "b").
+		polls("c", "e1", at+3*s+ms(50), 20*s, s, 2)
+	b.meta.Kind = "election"
+	rep := Check(b.build(), DefaultOptions())
+	var fo *Failover
+	for i := range rep.Failovers {
+		if rep.Failovers[i].Endpoint == "e1" && rep.Failovers[i].FaultID == "f1" {
+			fo = &rep.Failovers[i]
+		}
+	}
+	require.NotNil(t, fo, resultOf(t, rep, InvFailover).Message)
+	require.Equal(t, at+3*s+FailoverTolerance, fo.MeasuredFrom+fo.Bound, fo.Why)
+}
