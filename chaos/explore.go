@@ -11,7 +11,8 @@ import (
 //
 //   - wipe-while-stalled, wipe-while-cut-off, wipe-while-paused: Redis restarts empty while the holder
 //     of an endpoint cannot renew (its calls hang, its link is cut both ways, or it is frozen), so it
-//     learns of the restart only when its own fault ends, after the others may have;
+//     learns of the restart only when its own fault ends, after the others may have (a frozen holder
+//     stays frozen until its endpoints have moved: see episode);
 //   - snapshot-while-stalled, snapshot-while-cut-off: Redis comes back from a snapshot taken more than a
 //     TTL before (every lease of it expired, the epoch key back, the server's run ID new) while the
 //     holder cannot renew;
@@ -150,9 +151,6 @@ func (x *explorer) episode(name string, at time.Duration) (Schedule, int) {
 		}[name]
 		of, slot := x.endpoint()
 		hold := x.between(ttl/2, ttl+ttl/2)
-		if how == "paused" {
-			hold = x.between(ttl, ttl+ttl/2)
-		}
 		if name[:8] == "snapshot" {
 			// The snapshot is taken when the step begins and loaded when it ends. The step lasts more
 			// than a TTL, so that no lease of the snapshot is still alive when it is loaded (the
@@ -165,10 +163,19 @@ func (x *explorer) episode(name string, at time.Duration) (Schedule, int) {
 				{At: load - x.between(ttl/20, hold/2), For: hold, Fault: x.blocked(how, of, slot)},
 			}, live
 		}
-		st := Schedule{{At: at, For: hold, Fault: x.blocked(how, of, slot)}}
 		// The backend fault begins while the holder is blocked, early enough that its writes could
 		// still be alive in Redis.
 		in := at + x.between(ttl/20, hold/2)
+		if how == "paused" {
+			// A frozen holder wakes with its old token and acts once before it can look (a pause lies
+			// outside every system's assumptions): only fencing can refuse that action, and only once
+			// a newer holder has acted. So it stays frozen until the guard the restart arms has run
+			// out and its endpoints have moved: the restart within a sixth of a TTL, its guard a TTL
+			// from when the fleet learns of it (within notice, under half a TTL), and a few polls.
+			in = at + x.between(ttl/20, ttl/6)
+			hold = x.between(2*ttl, 2*ttl+ttl/3)
+		}
+		st := Schedule{{At: at, For: hold, Fault: x.blocked(how, of, slot)}}
 		if name[:4] == "wipe" {
 			st = append(st, Step{At: in, For: ttl / 10, Fault: RedisRestart{}})
 		} else {
