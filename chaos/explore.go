@@ -17,8 +17,9 @@ import (
 //     TTL before (every lease of it expired, the epoch key back, the server's run ID new) while the
 //     holder cannot renew;
 //   - redis-pause-while-stalled: Redis is frozen (data kept) while the holder's calls hang;
-//   - late-acquire: the holder of an endpoint crashes, and another instance's requests are held on the
-//     wire past its call bound around the moment it contends: its acquire lands after it gave up;
+//   - late-acquire: the holder of an endpoint crashes, and every survivor's requests are held on the
+//     wire past the call bound around the moment the endpoint can be granted again: the acquire that
+//     takes it lands after its sender gave up;
 //   - late-renewal: the holder's requests are held past its call bound (its renewals land after it
 //     gave up on them), and the instance that took the endpoint over crashes while they land;
 //   - late-replies-then-stall: an instance's replies come late (inside the call bound), then its calls
@@ -187,14 +188,19 @@ func (x *explorer) episode(name string, at time.Duration) (Schedule, int) {
 			return x.episode("restart-during-start", at)
 		}
 		of, victim := x.endpoint()
-		// The crashed holder's lease expires within a TTL; the survivor that contends for it then has
-		// its requests held past the call bound, from a little before the expiry.
-		held := x.between(x.callBound+x.callBound/2, ttl/2)
-		slot := x.rng.Intn(live - 1)
-		return Schedule{
-			{At: at, Fault: Crash{Of: of, Slot: victim, OrSlot: true}},
-			{At: at + ttl - x.upTo(ttl/6), For: x.between(ttl/6, ttl/2), Fault: SlowRequests{Slot: slot, Delay: held}},
-		}, live - 1
+		// The crashed holder's lease expires within a TTL of the crash (a renewal interval or less
+		// after its last renewal). From a sixth to a third of a TTL after the crash, for most of a TTL,
+		// every survivor's requests are held on the wire (one fault each) past the call bound and for
+		// less than a TTL: the first acquire each sends in that window lands after it gave up, and
+		// the first to land after the expiry holds the endpoint for an instance that does not believe.
+		from := at + x.between(ttl/6, ttl/3)
+		window := x.between(ttl-ttl/6, ttl)
+		held := x.between(ttl-ttl/3, ttl-ttl/10)
+		st := Schedule{{At: at, Fault: Crash{Of: of, Slot: victim, OrSlot: true}}}
+		for slot := 0; slot < live-1; slot++ {
+			st = append(st, Step{At: from, For: window, Fault: SlowRequests{Slot: slot, Delay: held}})
+		}
+		return st, live - 1
 	case "late-renewal":
 		if live <= 2 {
 			return x.episode("restart-during-start", at)
