@@ -16,12 +16,12 @@ import (
 // backend is dead, apart from what those writes caused (failover and liveness judge that).
 //
 // A call of the instance that got no reply (an operation of unknown outcome, not one its own caller
-// cancelled) tells the instance, by the time its call bound (Timing.OpTimeout) has passed, that what it
-// sends may land unseen. An acquire or renewal (or a plain write of its own bookkeeping, a heartbeat:
+// cancelled) tells the instance, when the call returns its failure (Op.GaveUp; in a history that does not
+// record it, by the end of the call bound, Timing.OpTimeout), that what it sends may land unseen. An acquire or renewal (or a plain write of its own bookkeeping, a heartbeat:
 // see judgedWrite) it sends after that is blind when, by the time it is sent,
 // nothing it sent at or after the unanswered call has been answered, and it goes unanswered itself: no
 // reply told the instance its link was back, and none came. A write the instance sent in the race
-// between deciding and learning is not blind: one more call bound is allowed for it, as the reference's
+// between deciding and learning is not blind: one call bound is allowed for it, as the reference's
 // link-health logic documents ("calls already past their probe when the link fails may still land"),
 // plus FailoverTolerance. A write that was answered is not judged: the link had come back, and the probe
 // that may have told the instance so (PING) is not recorded. Releases are never blind: they only delete
@@ -49,7 +49,7 @@ func checkBlindWrites(idx *index, opts Options) Result {
 		return Result{Invariant: InvBlindWrite, Outcome: Skipped, Message: "no operation of an instance was recorded: nothing to judge"}
 	}
 	held := idx.heldWindows(t.OpTimeout)
-	slack := 2*t.OpTimeout + FailoverTolerance
+	slack := t.OpTimeout + FailoverTolerance
 	var c collector
 	judged := 0
 	for _, in := range slices.Sorted(maps.Keys(byInst)) {
@@ -72,12 +72,28 @@ func checkBlindWrites(idx *index, opts Options) Result {
 			}
 			return false
 		}
-		lost := -1 // the latest unanswered call sent at least slack before the write in hand
+		// The instance learned that a call went unanswered when its caller got the failure (GaveUp), or,
+		// where that is not recorded, by the end of the call bound; a write is judged one more call bound
+		// and the tolerance after that. Calls in order of that moment:
+		learned := func(f *history.Event) time.Duration {
+			if f.Op.GaveUp > 0 {
+				return f.Op.GaveUp
+			}
+			return f.At + t.OpTimeout
+		}
+		var lostCalls []int
+		for i, f := range ops {
+			if unanswered(f) && !heldIn(f.At) {
+				lostCalls = append(lostCalls, i)
+			}
+		}
+		slices.SortStableFunc(lostCalls, func(a, b int) int { return cmp.Compare(learned(ops[a]), learned(ops[b])) })
+		lost := -1 // the latest-sent unanswered call learned at least slack before the write in hand
 		next := 0
 		for _, w := range ops {
-			for next < len(ops) && ops[next].At+slack <= w.At {
-				if f := ops[next]; unanswered(f) && !heldIn(f.At) {
-					lost = next
+			for next < len(lostCalls) && learned(ops[lostCalls[next]])+slack <= w.At {
+				if lost < 0 || ops[lostCalls[next]].At > ops[lost].At {
+					lost = lostCalls[next]
 				}
 				next++
 			}

@@ -62,6 +62,14 @@ func TestBlindWrites(t *testing.T) {
 			b.events[len(b.events)-1].Op.Command = "zrange poll:nodes 0 -1"
 			return b
 		}, true},
+		{"before the lost call's caller got its failure (a longer deadline of its own)", func(b *builder) *builder {
+			b.events[len(b.events)-1].Op.GaveUp = s + ms(900)
+			return b.unknownOp("a", history.OpRenew, "poll:lease:e1", "a", 3*s, 2*s)
+		}, true},
+		{"a call bound and the tolerance after its caller got its failure", func(b *builder) *builder {
+			b.events[len(b.events)-1].Op.GaveUp = s + ms(900)
+			return b.unknownOp("a", history.OpRenew, "poll:lease:e1", "a", 3*s, 2*s+ms(500))
+		}, false},
 		{"a release", func(b *builder) *builder {
 			return b.unknownOp("a", history.OpRelease, "poll:lease:e1", "a", 0, 2*s)
 		}, true},

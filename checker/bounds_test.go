@@ -138,6 +138,10 @@ func TestBoundTableComposes(t *testing.T) {
 				fault("f2", "slow-requests", at+2*s+ms(500), at+4*s, false, false, "b").withParams("delay", "600ms", "held", "requests").
 				unknownOp("b", history.OpAcquire, "poll:lease:e1", "b", 3*s, at+3*s)
 		}, at + 4*s + s + ms(300) + tol},
+		{"replies to the survivor that takes it over lost: the fault's end and blind", func(b *builder) *builder {
+			return b.life("c", history.LifeStarted, 0).
+				fault("f2", "one-way-partition", at+2*s, at+3*s+ms(500), false, false, "b")
+		}, at + 3*s + ms(500) + s + ms(300) + tol},
 		{"a Redis pause after the deadline", func(b *builder) *builder {
 			return b.fault("f2", "redis-pause", at+4*s, at+6*s, false, false)
 		}, at + 3*s + tol},

@@ -73,7 +73,9 @@ func (idx *index) extended(d Deadline, ep string, since, stop time.Duration, tak
 					hinders = hinders || idx.heldInStanding(ep, t, at) || (gd.Class == ClassSlow && t == taker)
 				}
 				if !hinders {
-					if lw, ok := idx.lateWrite(g, gd, ep); ok {
+					if lw, ok := idx.blindTaker(g, gd, taker); ok {
+						hinders, gd = true, lw
+					} else if lw, ok := idx.lateWrite(g, gd, ep); ok {
 						hinders, gd = true, lw
 					}
 				}
@@ -92,6 +94,25 @@ func (idx *index) extended(d Deadline, ep string, since, stop time.Duration, tak
 		}
 	}
 	return d
+}
+
+// blindTaker is the deadline of a blind fault g (replies lost, or requests held past the call bound) on
+// the instance taker that took ep over, when it did not hold ep when g began: while g lasts, anything
+// the taker sends may land unseen, so a correct system takes nothing over until its link is back, which
+// it learns within blind (a renewal or heartbeat interval and a call bound) of g's end; requests it sends
+// after g's end are not held. Never beyond g's own deadline in the table.
+func (idx *index) blindTaker(g *history.Event, gd Deadline, taker string) (Deadline, bool) {
+	if gd.Class != ClassBlind || taker == "" || !toSet(g.Fault.Targets)[taker] {
+		return gd, false
+	}
+	t, ok := timingOf(idx.meta)
+	if !ok {
+		return gd, false
+	}
+	gd.At = min(idx.faultEnd(g)+blindWrites(t)+FailoverTolerance, gd.At)
+	gd.Why = fmt.Sprintf("%s: it left the instance that took the endpoint over blind (what it sent could land unseen) until its end; a system learns its link is back within a renewal or heartbeat interval and a call bound (%v)",
+		g.Fault.Name, blindWrites(t))
+	return gd, true
 }
 
 // lateWrite is the deadline of a blind slow-requests fault g (requests held past the call bound) on an
