@@ -189,13 +189,16 @@ func (x *explorer) episode(name string, at time.Duration) (Schedule, int) {
 		}
 		of, victim := x.endpoint()
 		// The crashed holder's lease expires within a TTL of the crash (a renewal interval or less
-		// after its last renewal). From a sixth to a third of a TTL after the crash, for most of a TTL,
+		// after its last renewal). From a sixth to a quarter of a TTL after the crash, for most of a TTL,
 		// every survivor's requests are held on the wire (one fault each) past the call bound and for
 		// less than a TTL: the first acquire each sends in that window lands after it gave up, and
 		// the first to land after the expiry holds the endpoint for an instance that does not believe.
-		from := at + x.between(ttl/6, ttl/3)
+		// Each survivor's first request in the window is sent at least a sixth of a TTL after the crash
+		// and held at least five sixths: it lands after the crashed lease has expired. After it, a
+		// survivor whose call went unanswered sends only probes until the window ends.
+		from := at + x.between(ttl/6, ttl/4)
 		window := x.between(ttl-ttl/6, ttl)
-		held := x.between(ttl-ttl/3, ttl-ttl/10)
+		held := x.between(ttl-ttl/6, ttl-ttl/20)
 		st := Schedule{{At: at, Fault: Crash{Of: of, Slot: victim, OrSlot: true}}}
 		for slot := 0; slot < live-1; slot++ {
 			st = append(st, Step{At: from, For: window, Fault: SlowRequests{Slot: slot, Delay: held}})
