@@ -189,15 +189,17 @@ func (x *explorer) episode(name string, at time.Duration) (Schedule, int) {
 		}
 		of, victim := x.endpoint()
 		// The crashed holder's lease expires within a TTL of the crash (a renewal interval or less
-		// after its last renewal). From a sixth to a quarter of a TTL after the crash, for most of a TTL,
+		// after its last renewal). From a sixth to a quarter of a TTL after the crash, for a TTL and a third or more,
 		// every survivor's requests are held on the wire (one fault each) past the call bound and for
 		// less than a TTL: the first acquire each sends in that window lands after it gave up, and
 		// the first to land after the expiry holds the endpoint for an instance that does not believe.
 		// Each survivor's first request in the window is sent at least a sixth of a TTL after the crash
 		// and held at least five sixths: it lands after the crashed lease has expired. After it, a
 		// survivor whose call went unanswered sends only probes until the window ends.
+		// The window outlasts every such landing (a retry interval, at most a third of a TTL, then the
+		// hold), so that no survivor's request sent after it overtakes a held acquire.
 		from := at + x.between(ttl/6, ttl/4)
-		window := x.between(ttl-ttl/6, ttl)
+		window := x.between(ttl+ttl/3, ttl+ttl/2)
 		held := x.between(ttl-ttl/6, ttl-ttl/20)
 		st := Schedule{{At: at, Fault: Crash{Of: of, Slot: victim, OrSlot: true}}}
 		for slot := 0; slot < live-1; slot++ {
