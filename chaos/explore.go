@@ -157,10 +157,10 @@ func (x *explorer) episode(name string, at time.Duration) (Schedule, int) {
 			// than a TTL, so that no lease of the snapshot is still alive when it is loaded (the
 			// checker models a restore as a loss of every lease: a shorter step would bring some back),
 			// while the epoch key, which has no TTL, comes back; the holder is blocked across the load.
-			For := ttl + x.between(ttl/30, ttl/3)
-			load := at + For
+			span := ttl + x.between(ttl/30, ttl/3)
+			load := at + span
 			return Schedule{
-				{At: at, For: For, Fault: RedisRestartFromSnapshot{}},
+				{At: at, For: span, Fault: RedisRestartFromSnapshot{}},
 				{At: load - x.between(ttl/20, hold/2), For: hold, Fault: x.blocked(how, of, slot)},
 			}, live
 		}
@@ -189,15 +189,14 @@ func (x *explorer) episode(name string, at time.Duration) (Schedule, int) {
 		}
 		of, victim := x.endpoint()
 		// The crashed holder's lease expires within a TTL of the crash (a renewal interval or less
-		// after its last renewal). From a sixth to a quarter of a TTL after the crash, for a TTL and a third or more,
-		// every survivor's requests are held on the wire (one fault each) past the call bound and for
-		// less than a TTL: the first acquire each sends in that window lands after it gave up, and
-		// the first to land after the expiry holds the endpoint for an instance that does not believe.
-		// Each survivor's first request in the window is sent at least a sixth of a TTL after the crash
-		// and held at least five sixths: it lands after the crashed lease has expired. After it, a
-		// survivor whose call went unanswered sends only probes until the window ends.
-		// The window outlasts every such landing (a retry interval, at most a third of a TTL, then the
-		// hold), so that no survivor's request sent after it overtakes a held acquire.
+		// after its last renewal). From a sixth to a quarter of a TTL after the crash, for a TTL and a
+		// third or more, every survivor's requests are held on the wire (one fault each) past the call
+		// bound and for less than a TTL. Each survivor's first request in the window is sent at least
+		// a sixth of a TTL after the crash and held at least five sixths: it lands after the crashed
+		// lease has expired, and the first acquire to land holds the endpoint for an instance that
+		// gave up on it. After it, a survivor whose call went unanswered sends only probes until the
+		// window ends. The window outlasts every such landing (a retry interval, at most a third of a
+		// TTL, then the hold), so that no request sent after it overtakes a held acquire.
 		from := at + x.between(ttl/6, ttl/4)
 		window := x.between(ttl+ttl/3, ttl+ttl/2)
 		held := x.between(ttl-ttl/6, ttl-ttl/20)
