@@ -189,17 +189,20 @@ func (x *explorer) episode(name string, at time.Duration) (Schedule, int) {
 		}
 		of, victim := x.endpoint()
 		// The crashed holder's lease expires within a TTL of the crash (a renewal interval or less
-		// after its last renewal). From a sixth to a quarter of a TTL after the crash, for a TTL and a
-		// third or more, every survivor's requests are held on the wire (one fault each) past the call
+		// after its last renewal). From a sixth to a quarter of a TTL after the crash, every survivor's
+		// requests are held on the wire (one fault each) past the call
 		// bound and for less than a TTL. Each survivor's first request in the window is sent at least
 		// a sixth of a TTL after the crash and held at least five sixths: it lands after the crashed
 		// lease has expired, and the first acquire to land holds the endpoint for an instance that
 		// gave up on it. After it, a survivor whose call went unanswered sends only probes until the
-		// window ends. The window outlasts every such landing (a retry interval, at most a third of a
-		// TTL, then the hold), so that no request sent after it overtakes a held acquire.
+		// window ends. The window outlasts every such landing (a retry interval, a third of a TTL at
+		// spec timing, then the hold), so that no request sent after it overtakes a held acquire, and
+		// by little: an instance blind until the window's end is allowed blind after it to take over
+		// (docs/bounds.md), while a held acquire left to expire keeps the endpoint a TTL after it
+		// landed.
 		from := at + x.between(ttl/6, ttl/4)
-		window := x.between(ttl+ttl/3, ttl+ttl/2)
 		held := x.between(ttl-ttl/6, ttl-ttl/20)
+		window := held + ttl/3 + ttl/20
 		st := Schedule{{At: at, Fault: Crash{Of: of, Slot: victim, OrSlot: true}}}
 		for slot := 0; slot < live-1; slot++ {
 			st = append(st, Step{At: from, For: window, Fault: SlowRequests{Slot: slot, Delay: held}})
