@@ -82,7 +82,10 @@ func Explore(rng *rand.Rand, o ExploreOptions) (Schedule, error) {
 	if callBound <= 0 {
 		callBound = o.TTL / 10
 	}
-	x := &explorer{rng: rng, o: o, live: o.Instances, callBound: callBound, singles: singles}
+	x := &explorer{rng: rng, o: o, live: o.Instances, callBound: callBound, singles: singles, allowed: map[string]bool{}}
+	for _, e := range eps {
+		x.allowed[e] = true
+	}
 	var s Schedule
 	at := o.From
 	for {
@@ -108,6 +111,7 @@ type explorer struct {
 	live      int
 	callBound time.Duration
 	singles   []string
+	allowed   map[string]bool // the episodes drawn from: a fallback never brings in another
 }
 
 // upTo draws a duration in [0, d].
@@ -251,7 +255,10 @@ func (x *explorer) episode(name string, at time.Duration) (Schedule, int) {
 		}, live
 	case "restart-during-start":
 		if live >= x.o.Instances+2 {
-			return x.episode("wipe-while-stalled", at)
+			if x.allowed["wipe-while-stalled"] {
+				return x.episode("wipe-while-stalled", at)
+			}
+			return x.episode("crash-during-handoff", at)
 		}
 		return Schedule{
 			{At: at, Fault: Start{Count: 1}},
