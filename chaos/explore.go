@@ -245,7 +245,10 @@ func (x *explorer) episode(name string, at time.Duration) (Schedule, int) {
 		}, live - 1
 	case "crash-after-join":
 		if live >= x.o.Instances+2 {
-			return x.episode("crash-during-handoff", at)
+			if live > 3 {
+				return x.episode("crash-during-handoff", at)
+			}
+			return x.single(at)
 		}
 		// Slot live is the newcomer; any other slot is an instance it may take endpoints from.
 		victim := x.rng.Intn(live + 1)

@@ -68,3 +68,17 @@ func TestExploreRefusesUnknownEpisodes(t *testing.T) {
 	_, err := chaos.Explore(rand.New(rand.NewSource(1)), o)
 	require.ErrorContains(t, err, "no-such")
 }
+
+// Every fleet size and every subset of episodes draws a schedule: no fallback loops.
+func TestExploreSmallFleets(t *testing.T) {
+	for n := 1; n <= 3; n++ {
+		for _, ep := range chaos.ExploreEpisodes {
+			o := exploreOpts()
+			o.Instances, o.Episodes = n, []string{ep}
+			for seed := int64(1); seed <= 5; seed++ {
+				_, err := chaos.Explore(rand.New(rand.NewSource(seed)), o)
+				require.NoError(t, err, "%d instances, %s", n, ep)
+			}
+		}
+	}
+}
