@@ -22,8 +22,11 @@ run: build
 ##       redis-server
 test: lint unit mutants suite
 
+# Most tests wait (on timers, on a Redis, on a fleet taking over), so they run in parallel: up to
+# UNIT_PARALLEL at once within a package (go test's default is one per CPU).
+UNIT_PARALLEL ?= 8
 unit:
-	$(GO) test -count=1 -timeout 12m ./...
+	$(GO) test -count=1 -timeout 12m -parallel $(UNIT_PARALLEL) ./...
 
 ## mutants: the checker-power tests (docs/mutants.md), built with the tag that adds the mutants; every
 ##          test of a tagged file is named TestMutant...

@@ -35,6 +35,7 @@ func startTestCluster(t *testing.T) (*deploy.Cluster, deploy.Proxies) {
 }
 
 func TestClusterStartsWholeAndFailsOver(t *testing.T) {
+	t.Parallel()
 	c, px := startTestCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -160,6 +161,7 @@ func TestClusterStartsWholeAndFailsOver(t *testing.T) {
 // A killed primary started again rejoins from its nodes.conf as a replica of the node promoted in its
 // place, copies its dataset, and can take the shard over again when that node dies in turn.
 func TestClusterKilledPrimaryRejoinsAsReplica(t *testing.T) {
+	t.Parallel()
 	c, px := startTestCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -224,6 +226,7 @@ func TestClusterKilledPrimaryRejoinsAsReplica(t *testing.T) {
 // serves; killing it while watched reports the replica promoted in its place; starting it again waits
 // until it has rejoined as that replica's replica; and nothing is promoted on request or reloaded.
 func TestClusterAsDeployment(t *testing.T) {
+	t.Parallel()
 	c, _ := startTestCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -15,6 +15,7 @@ import (
 // Independent nodes as a deployment: the first node is "the primary"; a kill and a start leave it empty
 // and the others as they were; every node pauses and has a peer link; nothing is promoted or migrated.
 func TestIndependentRestartsItsFirstNodeEmpty(t *testing.T) {
+	t.Parallel()
 	if _, ok := redisserver.Available(); !ok {
 		t.Skip("redis-server not installed")
 	}

@@ -18,6 +18,7 @@ import (
 // --toxiproxy server there): every one is on the server under the prefix, and the deployment removes
 // them when it closes.
 func TestPeerLinksOnGivenProxies(t *testing.T) {
+	t.Parallel()
 	if _, ok := redisserver.Available(); !ok {
 		t.Skip("redis-server not installed")
 	}

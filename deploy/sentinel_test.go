@@ -55,6 +55,7 @@ func clientLinks(t *testing.T, s *deploy.Sentinel) (map[string]chaos.Link, deplo
 }
 
 func TestSentinelPromotesAndClientFollows(t *testing.T) {
+	t.Parallel()
 	logs := t.TempDir()
 	// A tenth of spec time: down-after 500 ms.
 	s := startSentinelWith(t, deploy.SentinelOptions{TimeScale: 0.1, LogDir: logs})
@@ -118,6 +119,7 @@ func TestSentinelPromotesAndClientFollows(t *testing.T) {
 // A fault on a client's links leaves the peer traffic alone, and a client never dials an address that
 // is not a node's.
 func TestSentinelClientLinksAreTheClientsOwn(t *testing.T) {
+	t.Parallel()
 	s := startSentinel(t)
 	ctx := context.Background()
 	links, dial := clientLinks(t, s)
@@ -145,6 +147,7 @@ func TestSentinelClientLinksAreTheClientsOwn(t *testing.T) {
 // links still writes to the old primary: the writes it acknowledges are discarded when the old primary
 // rejoins as a replica.
 func TestSentinelIsolatedPrimaryLosesAcknowledgedWrites(t *testing.T) {
+	t.Parallel()
 	s := startSentinel(t)
 	ctx := context.Background()
 	p, err := s.PrimaryNode(ctx)
@@ -191,6 +194,7 @@ func TestSentinelIsolatedPrimaryLosesAcknowledgedWrites(t *testing.T) {
 // A Sentinel set as a deployment: its primary is the one the sentinels name, whatever the key; Promote
 // is a graceful failover, which Watch reports; it keeps no files and has no slots.
 func TestSentinelAsDeployment(t *testing.T) {
+	t.Parallel()
 	s := startSentinel(t)
 	ctx := context.Background()
 	var d deploy.Deployment = s

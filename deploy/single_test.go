@@ -44,6 +44,7 @@ func TestContainerWithoutDockerFailsClearly(t *testing.T) {
 }
 
 func TestSpecs(t *testing.T) {
+	t.Parallel()
 	for _, bad := range []string{"bogus", "addr=", "addr=nohostport", "server:", "server:fsync", "embedded:rdb"} {
 		require.Error(t, deploy.CheckSpec(bad), bad)
 	}
@@ -59,6 +60,7 @@ func TestSpecs(t *testing.T) {
 
 // Which deployments refuse to kill or pause their Redis, said before anything starts.
 func TestRefuses(t *testing.T) {
+	t.Parallel()
 	for _, spec := range []string{"server", "server:rdb", "sentinel", "cluster", "independent"} {
 		require.Empty(t, deploy.Refuses(spec, true), spec)
 	}
@@ -71,6 +73,7 @@ func TestRefuses(t *testing.T) {
 // The embedded deployment expires keys in real time, comes back empty after a kill, and refuses a
 // pause and the files it does not keep.
 func TestEmbeddedExpiresAndRestartsEmpty(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	d := open(t, "embedded")
 	c := redis.NewClient(&redis.Options{Addr: d.Nodes()[0].Listen})
@@ -105,6 +108,7 @@ func TestServerWithoutBinarySaysHowToInstall(t *testing.T) {
 // A server reports its persistence, and one with RDB reloads its snapshot; a kill and a start come back
 // empty whatever the persistence.
 func TestServerPersistence(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for spec, want := range map[string]string{"server": "none", "server:rdb": "rdb", "server:aof": "aof"} {
 		d := open(t, spec)
@@ -130,6 +134,7 @@ func TestServerPersistence(t *testing.T) {
 // A user's Redis is reached and never hurt: every verb that would act on it is refused, saying what
 // would do it, and it is shared (a run keeps to keys of its own).
 func TestExternalRefusesToHurt(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	ctx := context.Background()
 	d := open(t, "addr="+srv.Addr())
@@ -152,6 +157,7 @@ func TestExternalRefusesToHurt(t *testing.T) {
 
 // A private server is paused until resumed, and refuses what takes several nodes.
 func TestServerPausesAndRefusesWhatTakesSeveralNodes(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	d := open(t, "server")
 	resume, err := d.Pause(ctx, "redis-0")

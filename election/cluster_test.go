@@ -18,6 +18,7 @@ import (
 // The Redis election on Redis Cluster (real processes; package deploy): a role's keys share its
 // hash slot, and a promoted replica re-arms the role's guard.
 func TestRedisClusterPrimaryKillKeepsOneLeader(t *testing.T) {
+	t.Parallel()
 	if _, ok := redisserver.Available(); !ok {
 		if os.Getenv("TENURE_REQUIRE_REDIS") == "1" {
 			t.Fatal("redis-server not found and TENURE_REQUIRE_REDIS=1")

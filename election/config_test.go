@@ -14,6 +14,7 @@ import (
 )
 
 func TestDefaultConfigIsValidOnceRoleIsSet(t *testing.T) {
+	t.Parallel()
 	cfg := DefaultConfig()
 	require.ErrorIs(t, cfg.Validate(), ErrInvalidConfig)
 	cfg.Role = "cron"
@@ -21,6 +22,7 @@ func TestDefaultConfigIsValidOnceRoleIsSet(t *testing.T) {
 }
 
 func TestValidateNamesFieldAndRule(t *testing.T) {
+	t.Parallel()
 	base := DefaultConfig()
 	base.Role = "cron"
 	for _, tc := range []struct {
@@ -64,6 +66,7 @@ func TestValidateNamesFieldAndRule(t *testing.T) {
 }
 
 func TestNewRejectsNilBackendAndFillsInstanceID(t *testing.T) {
+	t.Parallel()
 	cfg := testConfig(t, "cron", "", 1)
 	_, err := New(nil, cfg)
 	require.ErrorIs(t, err, ErrInvalidConfig)
@@ -78,6 +81,7 @@ func TestNewRejectsNilBackendAndFillsInstanceID(t *testing.T) {
 }
 
 func TestStartWithUnreachableRedisFailsClearly(t *testing.T) {
+	t.Parallel()
 	port, err := redisserver.FreePort() // nothing listens there
 	require.NoError(t, err)
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + itoa(port), ContextTimeoutEnabled: true, MaxRetries: -1})

@@ -39,6 +39,7 @@ func (b *hangingBackend) Leader(context.Context, string) (LeaderInfo, error) {
 func (b *hangingBackend) Close() error { return nil }
 
 func TestLeaderContextEndsAtLocalDeadlineOnTheInjectedClock(t *testing.T) {
+	t.Parallel()
 	for _, rate := range []float64{1, 2} {
 		t.Run(fmt.Sprintf("rate %g", rate), func(t *testing.T) {
 			b := &hangingBackend{release: make(chan struct{})}
@@ -77,6 +78,7 @@ func TestLeaderContextEndsAtLocalDeadlineOnTheInjectedClock(t *testing.T) {
 }
 
 func TestStopDoesNotHangOnAHungRenewal(t *testing.T) {
+	t.Parallel()
 	b := &hangingBackend{release: make(chan struct{})}
 	t.Cleanup(func() { close(b.release) })
 	cfg := testConfig(t, "r", "a", 1)
@@ -95,6 +97,7 @@ func TestStopDoesNotHangOnAHungRenewal(t *testing.T) {
 }
 
 func TestDeadlineArithmetic(t *testing.T) {
+	t.Parallel()
 	sent := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	for _, tc := range []struct {
 		name   string
@@ -143,6 +146,7 @@ func (b *slowBackend) Renew(ctx context.Context, _, _ string, _ uint64, _ time.D
 // A renewal's reply that comes late moves the deadline to its send time + validity, never to its reply
 // time + validity: the slower the reply, the less of the renewed validity is left.
 func TestLateRenewalReplyDoesNotExtendTheDeadline(t *testing.T) {
+	t.Parallel()
 	b := &slowBackend{clock: clock.Real{}, delay: 150 * time.Millisecond}
 	cfg := testConfig(t, "r", "a", 1)
 	cfg.TTL, cfg.RenewInterval, cfg.OpTimeout, cfg.SafetyMargin = time.Second, 300*time.Millisecond, 200*time.Millisecond, 50*time.Millisecond

@@ -11,6 +11,7 @@ import (
 )
 
 func TestEventString(t *testing.T) {
+	t.Parallel()
 	at := time.Date(2026, 11, 26, 8, 0, 1, 250_000_000, time.FixedZone("CET", 3600))
 	require.Equal(t, "2026-11-26T07:00:01.250Z cron acquired term 7 (leader)",
 		Event{Type: Acquired, Role: "cron", Time: at, State: Leader, Term: 7}.String())

@@ -97,6 +97,7 @@ func electorGoroutines() int {
 }
 
 func TestStartContextEndingWithoutStopLeavesNoGoroutine(t *testing.T) {
+	t.Parallel()
 	before := electorGoroutines()
 	for i := range 5 {
 		cfg := testConfig(t, "r", "a", uint64(i))
@@ -118,6 +119,7 @@ func TestStartContextEndingWithoutStopLeavesNoGoroutine(t *testing.T) {
 }
 
 func TestStartRidesOutAnUnavailableBackend(t *testing.T) {
+	t.Parallel()
 	b := newMemBackend()
 	b.fail = 3
 	reg := prometheus.NewRegistry()

@@ -23,6 +23,7 @@ func miniBackend(t *testing.T, opts RedisOptions) (*miniredis.Miniredis, *RedisB
 }
 
 func TestRedisFreshDatasetGrantsNothingForOneTTL(t *testing.T) {
+	t.Parallel()
 	m, b, now := miniBackend(t, RedisOptions{})
 	ctx := context.Background()
 	_, ok, err := b.TryAcquire(ctx, "r", "a", time.Second)
@@ -53,6 +54,7 @@ func grant(t *testing.T, m *miniredis.Miniredis, b *RedisBackend, role, id strin
 }
 
 func TestRedisAcquireIsIdempotentAndExclusive(t *testing.T) {
+	t.Parallel()
 	m, b, now := miniBackend(t, RedisOptions{KeyPrefix: "x:"})
 	ctx := context.Background()
 	_, _, err := b.tryAcquire(ctx, "r", "a", time.Second, "aa")
@@ -86,6 +88,7 @@ func TestRedisAcquireIsIdempotentAndExclusive(t *testing.T) {
 }
 
 func TestRedisRenewAndReleaseCompareHolderAndTerm(t *testing.T) {
+	t.Parallel()
 	m, b, now := miniBackend(t, RedisOptions{Heartbeat: true})
 	ctx := context.Background()
 	term := grant(t, m, b, "r", "a", now)
@@ -116,6 +119,7 @@ func TestRedisRenewAndReleaseCompareHolderAndTerm(t *testing.T) {
 }
 
 func TestRedisTermsIncreaseAcrossDataLossAndClockSteps(t *testing.T) {
+	t.Parallel()
 	m, b, now := miniBackend(t, RedisOptions{})
 	ctx := context.Background()
 	t1 := grant(t, m, b, "r", "a", now)
@@ -150,6 +154,7 @@ func TestRedisTermsIncreaseAcrossDataLossAndClockSteps(t *testing.T) {
 // A late or re-sent release of an earlier holding must not delete a later holding by the same instance:
 // RunOnce with a fixed instance ID, run twice, with the first run's release delayed on the wire.
 func TestRedisLateReleaseOfEarlierHoldingKeepsLaterOne(t *testing.T) {
+	t.Parallel()
 	m, b, now := miniBackend(t, RedisOptions{})
 	ctx := context.Background()
 	t1 := grant(t, m, b, "r", "a", now)
@@ -178,6 +183,7 @@ func TestRedisLateReleaseOfEarlierHoldingKeepsLaterOne(t *testing.T) {
 }
 
 func TestRedisTermAndEpochKeysExpire(t *testing.T) {
+	t.Parallel()
 	m, b, now := miniBackend(t, RedisOptions{KeyTTL: time.Minute})
 	ctx := context.Background()
 	term := grant(t, m, b, "r", "a", now)
@@ -202,6 +208,7 @@ func TestRedisTermAndEpochKeysExpire(t *testing.T) {
 // the holding. The guard must re-arm anyway (the epoch names another server run), or the role is granted
 // at once while the old holder still believes. FLUSHALL without a restart must re-arm it too.
 func TestRedisRestartFromOlderSnapshotRearmsGuard(t *testing.T) {
+	t.Parallel()
 	env := newRedisEnv(t)
 	b := NewRedisBackend(env.c, RedisOptions{})
 	ctx := context.Background()

@@ -57,6 +57,7 @@ func leaderThenCancelled(t *testing.T, cfg Config) (*releaseWatching, *Elector) 
 // A Start context that ends releases nothing by itself (without Stop it is a crash); a Stop that
 // follows waits for the leader's work, then releases the holding.
 func TestStopAfterStartContextEndedReleases(t *testing.T) {
+	t.Parallel()
 	b, e := leaderThenCancelled(t, testConfig(t, "r", "a", 1))
 	require.NoError(t, e.Stop(context.Background()))
 	require.False(t, b.held(), "Stop releases what the cancelled context left held")
@@ -84,6 +85,7 @@ func (b *lostAcquire) TryAcquire(ctx context.Context, role, id string, ttl time.
 // An acquire in flight when Start's context ends may have taken effect: Stop asks who leads, and
 // releases a holding in this instance's name.
 func TestStopSettlesAnAcquireInFlightAtCancellation(t *testing.T) {
+	t.Parallel()
 	b := &lostAcquire{leaderReporting: &leaderReporting{newMemBackend()}, granted: make(chan struct{})}
 	cfg := testConfig(t, "r", "a", 1)
 	cfg.OpTimeout = 10 * time.Second // the acquire waits for the cancellation, not its timeout

@@ -28,6 +28,7 @@ func ids(prefix string, n int) []string {
 }
 
 func TestAssignThreeByNineIsExact(t *testing.T) {
+	t.Parallel()
 	a := Assign(ids("inst-", 3), endpoints(9))
 	require.Len(t, a, 9)
 	for inst, n := range loads(a) {
@@ -36,6 +37,7 @@ func TestAssignThreeByNineIsExact(t *testing.T) {
 }
 
 func TestAssignTwoToThree(t *testing.T) {
+	t.Parallel()
 	eps := endpoints(10)
 	before := Assign(ids("inst-", 2), eps)
 	require.Equal(t, map[string]int{"inst-0": 5, "inst-1": 5}, loads(before))
@@ -55,6 +57,7 @@ func TestAssignTwoToThree(t *testing.T) {
 }
 
 func TestAssignBoundsAndDeterminism(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewSource(7))
 	for i := 0; i < 200; i++ {
 		n, e := 1+r.Intn(12), r.Intn(80)
@@ -73,6 +76,7 @@ func TestAssignBoundsAndDeterminism(t *testing.T) {
 }
 
 func TestAssignMovesLittleWhenOneLeaves(t *testing.T) {
+	t.Parallel()
 	insts, eps := ids("inst-", 10), endpoints(1000)
 	before := Assign(insts, eps)
 	after := Assign(insts[1:], eps)
@@ -138,6 +142,7 @@ func assignByDefinition(instances, endpoints []string) map[string]string {
 }
 
 func TestAssignMatchesDefinition(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewSource(11))
 	for i := 0; i < 300; i++ {
 		n, e := 1+r.Intn(40), r.Intn(600)
@@ -152,6 +157,7 @@ func TestAssignMatchesDefinition(t *testing.T) {
 }
 
 func TestOwnShareMatchesAssign(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewSource(13))
 	var c ownShare
 	for i := 0; i < 200; i++ {
@@ -220,6 +226,7 @@ func BenchmarkOwnShare100x10k(b *testing.B) {
 // The candidate lists are kept across fleet changes: a fleet that grows and shrinks a few instances at
 // a time, and sometimes many at once, must still get Assign's answer on every instance.
 func TestOwnShareFollowsFleetChanges(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewSource(17))
 	for run := 0; run < 6; run++ {
 		var c ownShare
@@ -267,6 +274,7 @@ func TestOwnShareFollowsFleetChanges(t *testing.T) {
 
 // A prepared result is what assigned would compute for that fleet and instance, and serves one call.
 func TestOwnSharePrepared(t *testing.T) {
+	t.Parallel()
 	insts, eps := dedupe(ids("inst-", 20)), endpoints(500)
 	without := slices.Delete(slices.Clone(insts), 5, 6)
 	var c ownShare

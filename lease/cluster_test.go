@@ -127,6 +127,7 @@ func promotionGrant(t *testing.T, acquire *redis.Script) (res int64, inValidity 
 // A promoted replica that missed the latest grant must not grant the lease to anyone while the
 // lost grant's holder may still believe in it; fencing goes on above the lost token.
 func TestClusterPromotionArmsGuard(t *testing.T) {
+	t.Parallel()
 	res, inValidity, tokenA, tokenB := promotionGrant(t, acquireScript)
 	require.True(t, inValidity, "the test asked inside A's validity (raise ttl on a slower machine)")
 	require.Equal(t, int64(-1), res, "the promoted replica refuses every grant for one TTL")
@@ -137,6 +138,7 @@ func TestClusterPromotionArmsGuard(t *testing.T) {
 // TestClusterPromotionArmsGuard exists to catch: the promoted replica has the epoch key, replicated
 // long before, so the mutant grants e to B while A still holds it.
 func TestClusterPromotionGuardMutantGrantsTwice(t *testing.T) {
+	t.Parallel()
 	src := strings.Replace(acquireSource, "if not guardEnd or guardRun ~= run then", "if not guardEnd then", 1)
 	require.NotEqual(t, acquireSource, src, "the mutation applies")
 	res, inValidity, _, _ := promotionGrant(t, redis.NewScript(src))
@@ -238,6 +240,7 @@ func (f *clusterFleet) tokensIncrease() {
 }
 
 func TestClusterFleetSurvivesPrimaryKill(t *testing.T) {
+	t.Parallel()
 	c, px := startCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -281,6 +284,7 @@ func TestClusterFleetSurvivesPrimaryKill(t *testing.T) {
 }
 
 func TestClusterRenewalsGoOnWhileSlotMigrates(t *testing.T) {
+	t.Parallel()
 	c, px := startCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -324,6 +328,7 @@ func TestClusterRenewalsGoOnWhileSlotMigrates(t *testing.T) {
 // LeaseTTL from the first attempt, then every endpoint is acquired (at the guard's end, read from the
 // endpoints' epoch keys, not only at the next periodic pass). One primary serves the layout too.
 func TestClusterLayoutFreshDatasetGuardsEachEndpoint(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	eps := endpoints(5)
 	cfg := testConfig()
@@ -354,6 +359,7 @@ func TestClusterLayoutFreshDatasetGuardsEachEndpoint(t *testing.T) {
 // killed primary alone is marked down (runGroups, link.go); one pipeline across the shards failed
 // every renewal with the dead node's timeout, and the instance's link as a whole was marked unhealthy.
 func TestClusterPrimaryKillSparesOtherShards(t *testing.T) {
+	t.Parallel()
 	c, px := startCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -425,6 +431,7 @@ func TestClusterPrimaryKillSparesOtherShards(t *testing.T) {
 // endpoints over. Blind heartbeats would keep it alive in the others' eyes, and its endpoints assigned
 // to it, unpolled, for as long as the partition lasted.
 func TestClusterOneWayPartitionHandsOver(t *testing.T) {
+	t.Parallel()
 	c, px := startCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -461,6 +468,7 @@ func TestClusterOneWayPartitionHandsOver(t *testing.T) {
 // healthy primaries, still go out. With one bound for the three steps they went out with an expired
 // context, and every lease the instance held stayed in Redis until it expired, refusing its next owner.
 func TestClusterStopReleasesWhenTheHeartbeatPrimaryIsCut(t *testing.T) {
+	t.Parallel()
 	c, px := startCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -19,6 +19,7 @@ func validConfig() Config {
 }
 
 func TestDefaultConfigIsValid(t *testing.T) {
+	t.Parallel()
 	require.NoError(t, validConfig().Validate())
 	require.NoError(t, testConfigWithPoll().Validate())
 	c := DefaultConfig()
@@ -36,6 +37,7 @@ func testConfigWithPoll() Config {
 }
 
 func TestValidateNamesFieldAndRule(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name   string
 		mutate func(*Config)
@@ -72,6 +74,7 @@ func TestValidateNamesFieldAndRule(t *testing.T) {
 }
 
 func TestNewInstanceID(t *testing.T) {
+	t.Parallel()
 	boot := time.Unix(1700000000, 123)
 	a := NewInstanceID("web 1", boot, rand.New(rand.NewSource(1)))
 	require.Regexp(t, regexp.MustCompile(`^web_1-1700000000000000123-[0-9a-f]{8}$`), a)
@@ -81,12 +84,14 @@ func TestNewInstanceID(t *testing.T) {
 }
 
 func TestNewDefaultsInstanceID(t *testing.T) {
+	t.Parallel()
 	m, err := New(newClient(t, "127.0.0.1:1"), validConfig())
 	require.NoError(t, err)
 	require.Regexp(t, `^.+-\d+-[0-9a-f]{8}$`, m.ID())
 }
 
 func TestStartUnreachableRedis(t *testing.T) {
+	t.Parallel()
 	c := validConfig()
 	c.OpTimeout = 300 * time.Millisecond
 	c.Logger = quietLogger()

@@ -8,6 +8,7 @@ import (
 )
 
 func TestValidityShrinksByDriftAndMargin(t *testing.T) {
+	t.Parallel()
 	require.Equal(t, 29*time.Second+700*time.Millisecond-500*time.Millisecond, validity(30*time.Second, 0.01, 500*time.Millisecond))
 	require.Equal(t, 30*time.Second, validity(30*time.Second, 0, 0))
 	require.Equal(t, 15*time.Second-time.Second, validity(30*time.Second, 0.5, time.Second))
@@ -16,6 +17,7 @@ func TestValidityShrinksByDriftAndMargin(t *testing.T) {
 }
 
 func TestConfirmedDeadline(t *testing.T) {
+	t.Parallel()
 	t0 := time.Unix(1000, 0)
 	valid := 10 * time.Second
 	// A fresh grant counts from the send time, not from the reply.
@@ -41,6 +43,7 @@ func TestConfirmedDeadline(t *testing.T) {
 
 // The manager's deadline counts from the send time, shrunk by the drift bound, less the margin.
 func TestManagerDeadlineArithmetic(t *testing.T) {
+	t.Parallel()
 	cfg := validConfig()
 	cfg.LeaseTTL, cfg.DriftBound, cfg.SafetyMargin = 30*time.Second, 0.1, time.Second
 	t0 := time.Unix(1000, 0)

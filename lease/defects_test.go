@@ -110,6 +110,7 @@ func argsHave(args []any, s string) bool {
 // meanwhile. The instance must not acquire while its release is in flight, and when the late release
 // lands it must not delete a lease the instance believes it holds.
 func TestStaleReleaseCannotDeleteReacquiredLease(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := newClient(t, srv.Addr())
 	ctx := context.Background()
@@ -186,6 +187,7 @@ func TestStaleReleaseCannotDeleteReacquiredLease(t *testing.T) {
 // An RDB snapshot taken before the leases, loaded by a restart, brings the epoch key back without
 // the leases. The guard must re-arm all the same; FLUSHALL without a restart must re-arm it too.
 func TestSnapshotRestartRearmsGuard(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := newClient(t, srv.Addr())
 	ctx := context.Background()
@@ -216,6 +218,7 @@ func TestSnapshotRestartRearmsGuard(t *testing.T) {
 
 // Stop while Start is still connecting must not panic, and leaves nothing behind.
 func TestStopDuringStart(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := newClient(t, srv.Addr())
 	f := newFleet(t, srv.Addr(), testConfig())
@@ -245,6 +248,7 @@ func TestStopDuringStart(t *testing.T) {
 
 // A heartbeat write in flight when Stop runs must not bring the heartbeat back after Stop deleted it.
 func TestStopHeartbeatStaysDeleted(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := newClient(t, srv.Addr())
 	require.NoError(t, MarkEstablished(context.Background(), c, "poll:"))
@@ -278,6 +282,7 @@ func TestStopHeartbeatStaysDeleted(t *testing.T) {
 // The shutdown users write: a signal-cancelled context passed to Start, then Stop. The leases must be
 // handed over at once, not left to expire.
 func TestStopAfterStartContextCancelled(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := newClient(t, srv.Addr())
 	require.NoError(t, MarkEstablished(context.Background(), c, "poll:"))
@@ -301,6 +306,7 @@ func TestStopAfterStartContextCancelled(t *testing.T) {
 
 // Stop whose context ends while a poll is still running cancels the poll and still releases.
 func TestStopTimeoutCancelsPollsAndReleases(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := newClient(t, srv.Addr())
 	require.NoError(t, MarkEstablished(context.Background(), c, "poll:"))

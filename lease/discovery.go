@@ -163,7 +163,7 @@ func (m *Manager) fleet(ctx context.Context, due bool) ([]string, time.Time, err
 		m.rehint(hinted)
 		return nil, time.Time{}, err
 	}
-	if !scan && vanished(known, alive, hinted) {
+	if gone := vanished(known, alive, hinted); gone && !scan {
 		// Someone has gone unannounced: perhaps more has changed (a Redis restart empties every
 		// heartbeat). Read the registry, and the heartbeats of those in it not read just now.
 		extraAlive, extraAt, err := m.vanishedRound(ctx, now, others)
@@ -172,6 +172,15 @@ func (m *Manager) fleet(ctx context.Context, due bool) ([]string, time.Time, err
 		}
 		alive, at = append(alive, extraAlive...), append(at, extraAt...)
 		scan = true
+	} else if gone {
+		// The same when this round scanned anyway (the link recovering from the very restart that
+		// emptied the heartbeats): the survivors write theirs again one by one over a HeartbeatTTL,
+		// and one that had not yet when this scan read the registry must be found by the next rounds,
+		// not by the periodic scan nodeRescanRounds later, or the endpoints this instance now leaves
+		// to it stay unpolled meanwhile.
+		d.mu.Lock()
+		d.scanUntil = now.Add(m.cfg.HeartbeatTTL)
+		d.mu.Unlock()
 	}
 	expiry = make(map[string]time.Time, len(alive))
 	for i, id := range alive {

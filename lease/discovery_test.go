@@ -80,6 +80,7 @@ func (c *handClock) waiting() int {
 // A burst of fleet announcements runs one discovery round at once and one more at the end of the
 // window, however many announcements the burst holds; an announcement after a quiet spell runs at once.
 func TestAnnouncementsAreCoalesced(t *testing.T) {
+	t.Parallel()
 	clk := &handClock{now: time.Unix(1000, 0)}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -140,6 +141,7 @@ func (s *scanCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 // fleet registry only at its first round, when an instance vanished unannounced (and then for one
 // HeartbeatTTL), and every nodeRescanRounds discovery intervals.
 func TestFleetScansOnlyWhenNeeded(t *testing.T) {
+	t.Parallel()
 	mr := miniredis.RunT(t)
 	c := newClient(t, mr.Addr())
 	scans := &scanCounter{}
@@ -231,6 +233,7 @@ func (p *pttlCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 // the heartbeats due by then: when a dead instance's heartbeat expires every instance of the fleet
 // runs one at the same moment, and reading the whole fleet's heartbeats on each delayed the takeover.
 func TestDueRoundReadsOnlyDueHeartbeats(t *testing.T) {
+	t.Parallel()
 	mr := miniredis.RunT(t)
 	c := newClient(t, mr.Addr())
 	pttls := &pttlCounter{}
@@ -298,6 +301,7 @@ func TestDueRoundReadsOnlyDueHeartbeats(t *testing.T) {
 // While announcements keep coming, each coalescing window is twice the last, up to a quarter of the
 // discovery interval; a quiet spell starts again from the first window; a stop runs a round at once.
 func TestAnnouncementWindowGrowsInABurst(t *testing.T) {
+	t.Parallel()
 	clk := &handClock{now: time.Unix(1000, 0)}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -332,4 +336,53 @@ func TestAnnouncementWindowGrowsInABurst(t *testing.T) {
 	m.announced("c", false)
 	require.True(t, kicked(), "after a quiet spell at once")
 	require.Equal(t, first, window(), "and from the first window again")
+}
+
+// After a Redis restart every heartbeat is gone and the survivors write theirs again one by one. The
+// round that finds that out may scan anyway (the link was recovering); an instance that had not yet
+// written its heartbeat when that scan read the registry must be found by the rounds of the next
+// HeartbeatTTL, not by the periodic scan several DiscoveryIntervals later: until then this instance
+// leaves to it endpoints that nobody polls.
+func TestScanRoundThatFindsTheFleetGoneKeepsScanning(t *testing.T) {
+	t.Parallel()
+	mr := miniredis.RunT(t)
+	c := newClient(t, mr.Addr())
+	clk := &handClock{now: time.Unix(1000, 0)}
+	cfg := testConfig()
+	cfg.InstanceID, cfg.Clock, cfg.Logger = "self", clk, quietLogger()
+	cfg.Targets = StaticTargets{"x"}
+	cfg.Poll = func(context.Context, Poll) error { return nil }
+	m, err := New(c, cfg)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	m.runCtx = ctx
+	beat := func(id string) {
+		require.NoError(t, c.Set(ctx, "poll:node:"+id, "1", time.Hour).Err())
+		require.NoError(t, c.ZAdd(ctx, "poll:nodes", redis.Z{Score: float64(clk.Now().Add(time.Hour).UnixMilli()), Member: id}).Err())
+	}
+	round := func() []string {
+		t.Helper()
+		others, _, err := m.fleet(ctx, false)
+		require.NoError(t, err)
+		clk.advance(cfg.DiscoveryInterval)
+		return others
+	}
+	for _, id := range []string{"self", "a", "b"} {
+		beat(id)
+	}
+	require.Equal(t, []string{"a", "b"}, round())
+
+	mr.FlushAll() // Redis restarted empty
+	beat("a")     // a wrote its heartbeat again before the next round, b not yet
+	m.mu.Lock()
+	m.unhealthy = true // the round runs while the link recovers: it scans
+	m.mu.Unlock()
+	require.Equal(t, []string{"a"}, round())
+	m.mu.Lock()
+	m.unhealthy = false
+	m.mu.Unlock()
+
+	beat("b")
+	require.Equal(t, []string{"a", "b"}, round(), "b is found by the next round")
 }

@@ -16,6 +16,7 @@ import (
 // the fresh-dataset guard, leaving it unpolled for one LeaseTTL instead of milliseconds. The epoch
 // TTL (max(24h, 100*LeaseTTL) in production) is shortened here so that the holdings outlast it.
 func TestClusterLayoutRenewalsKeepEpochs(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	ctx := context.Background()
 	eps := endpoints(2)

@@ -42,6 +42,7 @@ func (c *acquireCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) red
 // On a fresh dataset the guard refuses the first batch; the manager then reads the guard's end, sends
 // nothing more while it lasts (however many acquire ticks pass), and acquires once it has ended.
 func TestGuardEndScheduledNotPolled(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t) // fresh: no MarkEstablished, so the first acquire arms the guard
 	eps := endpoints(20)
 	cfg := testConfig()
@@ -89,6 +90,7 @@ func TestGuardEndScheduledNotPolled(t *testing.T) {
 }
 
 func TestGuardLeft(t *testing.T) {
+	t.Parallel()
 	now := time.UnixMicro(5_000_000)
 	left, ok := guardLeft("7500000 0123abcd", now)
 	require.True(t, ok)

@@ -34,6 +34,7 @@ func (s *guardLogBuffer) String() string {
 // On a fresh Redis the guard holds every grant back for one TTL: the manager says so once, at INFO,
 // with the time it expects grants, however many acquires the guard refuses meanwhile.
 func TestFreshDatasetGuardIsLoggedOnce(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	client := newClient(t, srv.Addr())
 	eps := endpoints(4)

@@ -36,6 +36,7 @@ func realFleet(t *testing.T, nSessions int) (*fleet, *redisserver.Server, []stri
 }
 
 func TestOneInstanceAcquiresAll(t *testing.T) {
+	t.Parallel()
 	f, _, eps := realFleet(t, 6)
 	m := f.start("solo")
 	require.Eventually(t, func() bool { return slices.Equal(m.Held(), eps) }, settle, 20*time.Millisecond)
@@ -50,6 +51,7 @@ func TestOneInstanceAcquiresAll(t *testing.T) {
 }
 
 func TestBalanceThreeByNineExact(t *testing.T) {
+	t.Parallel()
 	f, _, eps := realFleet(t, 9)
 	for _, id := range []string{"a", "b", "c"} {
 		f.start(id)
@@ -58,6 +60,7 @@ func TestBalanceThreeByNineExact(t *testing.T) {
 }
 
 func TestRebalanceTwoToThree(t *testing.T) {
+	t.Parallel()
 	f, _, eps := realFleet(t, 10)
 	f.start("a")
 	f.start("b")
@@ -68,6 +71,7 @@ func TestRebalanceTwoToThree(t *testing.T) {
 }
 
 func TestGracefulThreeToTwoWithinTTL(t *testing.T) {
+	t.Parallel()
 	f, _, eps := realFleet(t, 9)
 	for _, id := range []string{"a", "b", "c"} {
 		f.start(id)
@@ -82,6 +86,7 @@ func TestGracefulThreeToTwoWithinTTL(t *testing.T) {
 }
 
 func TestCrashTakeover(t *testing.T) {
+	t.Parallel()
 	f, srv, eps := realFleet(t, 9)
 	for _, id := range []string{"a", "b", "c"} {
 		f.start(id)
@@ -112,6 +117,7 @@ func TestCrashTakeover(t *testing.T) {
 }
 
 func TestRestartWithNewID(t *testing.T) {
+	t.Parallel()
 	f, srv, eps := realFleet(t, 4)
 	f.start("old-1")
 	require.Eventually(t, func() bool { return f.settled(eps, 4, 4) }, settle, 20*time.Millisecond)
@@ -133,6 +139,7 @@ func TestRestartWithNewID(t *testing.T) {
 }
 
 func TestFiveByTenStartedAtOnce(t *testing.T) {
+	t.Parallel()
 	f, _, eps := realFleet(t, 10)
 	ids := []string{"i0", "i1", "i2", "i3", "i4"}
 	ms := make([]*Manager, len(ids))
@@ -172,6 +179,7 @@ func TestFiveByTenStartedAtOnce(t *testing.T) {
 }
 
 func TestPausedAndRemovedSessionsStopBeingPolled(t *testing.T) {
+	t.Parallel()
 	f, srv, eps := realFleet(t, 4)
 	m := f.start("a")
 	require.Eventually(t, func() bool { return slices.Equal(m.Held(), eps) }, settle, 20*time.Millisecond)
@@ -197,6 +205,7 @@ func TestPausedAndRemovedSessionsStopBeingPolled(t *testing.T) {
 }
 
 func TestRenewalFailurePausesPolling(t *testing.T) {
+	t.Parallel()
 	f, srv, eps := realFleet(t, 3)
 	m := f.start("a")
 	require.Eventually(t, func() bool { return slices.Equal(m.Held(), eps) }, settle, 20*time.Millisecond)

@@ -18,6 +18,7 @@ import (
 )
 
 func TestLinkFailureClassification(t *testing.T) {
+	t.Parallel()
 	mr := miniredis.RunT(t)
 	c := newClient(t, mr.Addr())
 	reply := c.Do(context.Background(), "NOSUCHCOMMAND").Err()
@@ -42,6 +43,7 @@ func TestLinkFailureClassification(t *testing.T) {
 
 // Stop on an instance whose replies are lost still sends its clean-up, and returns within a bound.
 func TestStopWhileUnhealthyIsBounded(t *testing.T) {
+	t.Parallel()
 	f, srv, eps := realFleet(t, 3)
 	proxies := chaos.NewEmbedded(2)
 	t.Cleanup(func() { _ = proxies.Close() })

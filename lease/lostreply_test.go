@@ -111,6 +111,7 @@ func (c *droppingConn) Read(b []byte) (int, error) {
 }
 
 func TestLostReplyThenRetryKeepsLease(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	ctx := context.Background()
 	setup := newClient(t, srv.Addr())

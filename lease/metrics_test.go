@@ -13,6 +13,7 @@ import (
 )
 
 func TestMetricsOnCallersRegistry(t *testing.T) {
+	t.Parallel()
 	mr := miniredis.RunT(t)
 	mr.ClockTTL(true)
 	c := newClient(t, mr.Addr())

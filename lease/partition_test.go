@@ -96,6 +96,7 @@ func (r *cmdRecorder) writesAfterFailure(from, until time.Time, grace time.Durat
 // writing, so that its leases and heartbeat expire and the others take its endpoints over; once the
 // link heals it rejoins and the fleet rebalances.
 func TestOneWayPartitionHandsOverAndRejoins(t *testing.T) {
+	t.Parallel()
 	f, srv, eps := realFleet(t, 9)
 	proxies := chaos.NewEmbedded(1)
 	t.Cleanup(func() { _ = proxies.Close() })

@@ -17,6 +17,7 @@ import (
 // PollInterval, so the second polls spread over most of an interval instead of the 10% of the
 // per-wait jitter. Every wait stays within PollInterval.
 func TestPollsOfLeasesGrantedTogetherSpread(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	ctx := context.Background()
 	setup := newClient(t, srv.Addr())

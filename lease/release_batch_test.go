@@ -55,6 +55,7 @@ func (r *releaseTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis
 // while one is in flight go in the next), instead of one round trip each, which at scale exhausted
 // the connection pool, timed out and took the instance's link down.
 func TestHandoffReleasesShareRoundTrips(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	ctx := context.Background()
 	setup := newClient(t, srv.Addr())

@@ -12,6 +12,7 @@ import (
 // A Redis restart with an empty dataset: old holders stop (their renewals fail or find nothing), the
 // fresh-dataset guard grants nothing for one TTL, and the new grants carry larger fencing tokens.
 func TestRedisRestartFencingAndGuard(t *testing.T) {
+	t.Parallel()
 	f, srv, eps := realFleet(t, 6)
 	f.cfg.Targets = StaticTargets(eps) // the restart wipes session keys too; keep the targets stable
 	a := f.start("a")
@@ -53,6 +54,7 @@ func TestRedisRestartFencingAndGuard(t *testing.T) {
 // A Redis restart that loads a snapshot older than the leases: the epoch comes back, the leases do
 // not. No grant may come before one TTL has passed since the restart.
 func TestRedisRestartFromOlderSnapshotHoldsGrants(t *testing.T) {
+	t.Parallel()
 	f, srv, eps := realFleet(t, 6)
 	f.cfg.Targets = StaticTargets(eps)
 	c := newClient(t, srv.Addr())

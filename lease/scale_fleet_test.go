@@ -14,6 +14,7 @@ import (
 // Every heartbeat registers the instance; the registry lists it (as its node key) whether or not the
 // key still exists, and entries older than registryPrune are removed when it is read.
 func TestFleetRegistry(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	client := newClient(t, srv.Addr())
 	ctx := context.Background()

@@ -38,6 +38,7 @@ func (c *pipelineCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) re
 // acquireBatch for an acquire pass and acquireChunk for a renewal pass; every endpoint is acquired
 // and renewed.
 func TestPassesSendChunks(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	client := newClient(t, srv.Addr())
 	ctx := context.Background()

@@ -537,6 +537,7 @@ func BenchmarkFleetScale(b *testing.B) {
 // managers' Held() and from Redis, that every endpoint has exactly one holder and every instance holds
 // floor(E/N) or ceil(E/N). Nothing is timed beyond a generous limit.
 func TestFleetScaleSmall(t *testing.T) {
+	t.Parallel()
 	// Time scale 0.2: OpTimeout 400ms, so that a loaded machine's scheduling delays do not count as
 	// lost replies.
 	r := runFleetScale(t, scaleParams{instances: 10, endpoints: 2000, timeScale: 0.2, seed: 1, skipSteady: true}, t.Logf)

@@ -52,6 +52,7 @@ func (e *scriptEnv) release(owner, ep string) int64 {
 }
 
 func TestScriptsAcquireRenewRelease(t *testing.T) {
+	t.Parallel()
 	e := newScriptEnv(t)
 	ttl := 3 * time.Second
 	require.EqualValues(t, -1, e.acquire("a", "x", ttl), "fresh dataset: guard")
@@ -84,6 +85,7 @@ func TestScriptsAcquireRenewRelease(t *testing.T) {
 }
 
 func TestScriptsTokensIncreaseWithinOneMicrosecond(t *testing.T) {
+	t.Parallel()
 	e := newScriptEnv(t)
 	require.NoError(t, MarkEstablished(context.Background(), e.c, "poll:"))
 	var last int64
@@ -96,6 +98,7 @@ func TestScriptsTokensIncreaseWithinOneMicrosecond(t *testing.T) {
 }
 
 func TestScriptsTokensIncreaseAcrossWipe(t *testing.T) {
+	t.Parallel()
 	e := newScriptEnv(t)
 	ttl := time.Second
 	require.NoError(t, MarkEstablished(context.Background(), e.c, "poll:"))
@@ -112,6 +115,7 @@ func TestScriptsTokensIncreaseAcrossWipe(t *testing.T) {
 }
 
 func TestScriptsReleasePublishes(t *testing.T) {
+	t.Parallel()
 	e := newScriptEnv(t)
 	require.NoError(t, MarkEstablished(context.Background(), e.c, "poll:"))
 	ps := e.c.Subscribe(context.Background(), e.k.channel())
@@ -126,6 +130,7 @@ func TestScriptsReleasePublishes(t *testing.T) {
 }
 
 func TestScriptsListed(t *testing.T) {
+	t.Parallel()
 	s := Scripts()
 	require.Len(t, s, 3)
 	require.Len(t, ScriptNames(), 3)
@@ -138,6 +143,7 @@ func TestScriptsListed(t *testing.T) {
 // The fencing counter expires (fenceTTL); tokens granted after it has gone still exceed the earlier
 // ones, because the floor is Redis TIME in microseconds.
 func TestScriptsFenceCounterExpiresTokensStillIncrease(t *testing.T) {
+	t.Parallel()
 	e := newScriptEnv(t)
 	require.NoError(t, MarkEstablished(context.Background(), e.c, "poll:"))
 	fence := time.Hour
@@ -155,6 +161,7 @@ func TestScriptsFenceCounterExpiresTokensStillIncrease(t *testing.T) {
 // A holding value of an earlier holding of the same instance is another holding: no renew, no
 // release, no "already ours".
 func TestScriptsHoldingsOfOneInstanceAreDistinct(t *testing.T) {
+	t.Parallel()
 	e := newScriptEnv(t)
 	require.NoError(t, MarkEstablished(context.Background(), e.c, "poll:"))
 	tok := e.acquire("a:1", "x", time.Second)
@@ -170,6 +177,7 @@ func TestScriptsHoldingsOfOneInstanceAreDistinct(t *testing.T) {
 // The primary of a call is looked up by the part of its key Redis Cluster hashes, so one endpoint's
 // keys share one lookup: the cluster layout's lease, fencing and epoch keys carry the endpoint's tag.
 func TestHashTagAsRedisClusterHashesIt(t *testing.T) {
+	t.Parallel()
 	k := newKeys("poll:", LayoutCluster)
 	require.Equal(t, "ep-1", hashTag(k.lease("ep-1")))
 	require.Equal(t, hashTag(k.lease("ep-1")), hashTag(k.epoch("ep-1")))

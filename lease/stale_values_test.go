@@ -18,6 +18,7 @@ import (
 // remembered, so that Stop releases v1 as well (a graceful stop, and a Stop after a crash); a slot
 // that remembered only its last value would leave v1 to refuse the next owner for up to one TTL.
 func TestStopReleasesEveryStaleValue(t *testing.T) {
+	t.Parallel()
 	for _, crash := range []bool{false, true} {
 		name := "graceful"
 		if crash {
@@ -83,6 +84,7 @@ func TestStopReleasesEveryStaleValue(t *testing.T) {
 // A slot keeps every value that may still be in Redis until it is known gone or has expired there:
 // the bookkeeping without Redis, on a clock moved by hand.
 func TestSlotRemembersStaleValuesUntilGoneOrExpired(t *testing.T) {
+	t.Parallel()
 	clk := &manualClock{now: time.Unix(1000, 0)}
 	cfg := testConfig()
 	cfg.Clock = clk

@@ -62,6 +62,7 @@ func (l *lostHeartbeat) ProcessPipelineHook(next redis.ProcessPipelineHook) redi
 // it retries: the fleet assigns endpoints to every instance whose heartbeat it reads, and an instance
 // that is not running would leave them unpolled until the heartbeat expired.
 func TestFailedStartTakesItsHeartbeatBack(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	cfg := testConfig()
 	cfg.InstanceID, cfg.Targets, cfg.Logger = "solo", StaticTargets{"x"}, quietLogger()

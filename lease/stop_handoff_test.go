@@ -18,6 +18,7 @@ import (
 // within a few round trips, while a sibling's long poll is still running; the sibling's endpoint is
 // released only once that poll has ended, and taken over right after.
 func TestStopHandsOverEachEndpointAtItsOwnPollEnd(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	ctx := context.Background()
 	require.NoError(t, MarkEstablished(ctx, newClient(t, srv.Addr()), "poll:"))
@@ -129,6 +130,7 @@ func (s *slowReleases) hold(cmds []redis.Cmder) {
 // once, in a round trip of its own: its endpoint is taken over one link delay after its poll ended,
 // not after the other round trip's remainder as well.
 func TestStopReleaseDoesNotWaitForAnotherOnTheWire(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	ctx := context.Background()
 	require.NoError(t, MarkEstablished(ctx, newClient(t, srv.Addr()), "poll:"))

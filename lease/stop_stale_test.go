@@ -16,6 +16,7 @@ import (
 // otherwise the endpoint's next owner waits up to one LeaseTTL for it, where a graceful handoff takes
 // milliseconds.
 func TestStopReleasesUnconfirmedValues(t *testing.T) {
+	t.Parallel()
 	for _, crash := range []bool{false, true} {
 		name := "graceful"
 		if crash {

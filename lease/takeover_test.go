@@ -16,6 +16,7 @@ import (
 // A crashed holder's endpoints are polled by survivors within about one TTL of the crash even when the
 // discovery interval is far longer: the survivors act on the expiries they read, not on their ticks.
 func TestCrashTakeoverAtExpiry(t *testing.T) {
+	t.Parallel()
 	f, _, eps := realFleet(t, 9)
 	cfg := testConfig()
 	cfg.LeaseTTL, cfg.HeartbeatTTL = 2*time.Second, 2*time.Second
@@ -55,6 +56,7 @@ func TestCrashTakeoverAtExpiry(t *testing.T) {
 }
 
 func TestFirstExpiry(t *testing.T) {
+	t.Parallel()
 	sent := time.Unix(100, 0)
 	cmd := func(d time.Duration) *redis.DurationCmd {
 		c := redis.NewDurationCmd(nil, time.Millisecond)
@@ -74,6 +76,7 @@ func TestFirstExpiry(t *testing.T) {
 }
 
 func TestAlarmFiresAtTheEarliestArmedTime(t *testing.T) {
+	t.Parallel()
 	kick := make(chan struct{}, 1)
 	a := newAlarm(clock.Real{}, kick)
 	done := make(chan struct{})
@@ -109,6 +112,7 @@ func TestAlarmFiresAtTheEarliestArmedTime(t *testing.T) {
 // and re-sending an acquire and a PTTL for every endpoint held elsewhere on each of them was most of a
 // large fleet's traffic during a rolling start.
 func TestRefusedEndpointWaitsForItsExpiry(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	admin := newClient(t, srv.Addr())
 	ctx := context.Background()
@@ -175,6 +179,7 @@ func TestRefusedEndpointWaitsForItsExpiry(t *testing.T) {
 // Endpoints refused until different expiries are each tried at their own: the pass that the first
 // expiry starts leaves the others out, and must keep the schedule for them (not wait for a tick).
 func TestRefusedEndpointsEachTriedAtTheirExpiry(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	admin := newClient(t, srv.Addr())
 	ctx := context.Background()

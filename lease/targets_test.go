@@ -30,6 +30,7 @@ func (s *syncBuffer) String() string {
 }
 
 func TestSessionSource(t *testing.T) {
+	t.Parallel()
 	mr := miniredis.RunT(t)
 	c := newClient(t, mr.Addr())
 	var logs syncBuffer
@@ -71,6 +72,7 @@ func TestSessionSource(t *testing.T) {
 }
 
 func TestStaticTargets(t *testing.T) {
+	t.Parallel()
 	s := StaticTargets{"x", "y"}
 	got, err := s.Targets(context.Background())
 	require.NoError(t, err)

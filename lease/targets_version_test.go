@@ -62,6 +62,7 @@ func (s *SessionSource) fullReads() int64 {
 }
 
 func TestSessionVersionKey(t *testing.T) {
+	t.Parallel()
 	require.Equal(t, "session-version", SessionVersionKey(""))
 	require.Equal(t, "session-version", SessionVersionKey("session:"))
 	require.Equal(t, "ns:session-version", SessionVersionKey("ns:session:"))
@@ -71,6 +72,7 @@ func TestSessionVersionKey(t *testing.T) {
 // With a counter, a round whose counter has not moved reads nothing more; a change with an increment is
 // read at the next round; a change without one waits for the resync.
 func TestSessionSourceReadsOnlyOnChange(t *testing.T) {
+	t.Parallel()
 	mr := miniredis.RunT(t)
 	c := newClient(t, mr.Addr())
 	clk := &manualClock{now: time.Unix(1000, 0)}
@@ -111,6 +113,7 @@ func TestSessionSourceReadsOnlyOnChange(t *testing.T) {
 
 // Without a counter every round reads every session, as before counters existed.
 func TestSessionSourceWithoutCounterReadsEveryRound(t *testing.T) {
+	t.Parallel()
 	mr := miniredis.RunT(t)
 	c := newClient(t, mr.Addr())
 	src := &SessionSource{Client: c, Logger: quietLogger()}
@@ -136,6 +139,7 @@ func TestSessionSourceWithoutCounterReadsEveryRound(t *testing.T) {
 }
 
 func TestSessionSourceValidates(t *testing.T) {
+	t.Parallel()
 	mr := miniredis.RunT(t)
 	c := newClient(t, mr.Addr())
 	_, err := (&SessionSource{Client: c, ResyncInterval: -time.Second}).Targets(context.Background())
@@ -156,6 +160,7 @@ func TestSessionSourceValidates(t *testing.T) {
 // has seen, over other sessions: the server's run_id changes at every start, so the source reads
 // every session again.
 func TestSessionSourceSeesRestartWithSameCounter(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name        string
 		persistence string
@@ -201,6 +206,7 @@ func TestSessionSourceSeesRestartWithSameCounter(t *testing.T) {
 
 // A full read spans several MGET batches; values land on their own keys.
 func TestSessionSourceReadsManySessions(t *testing.T) {
+	t.Parallel()
 	mr := miniredis.RunT(t)
 	c := newClient(t, mr.Addr())
 	var want []string
@@ -220,6 +226,7 @@ func TestSessionSourceReadsManySessions(t *testing.T) {
 }
 
 func TestCanonicalSession(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		raw, id      string
 		paused, fast bool

@@ -16,6 +16,7 @@ import (
 )
 
 func TestWaitReplicasConfig(t *testing.T) {
+	t.Parallel()
 	cfg := testConfig()
 	cfg.Poll = func(context.Context, Poll) error { return nil }
 	cfg.WaitReplicas = -1
@@ -58,6 +59,7 @@ func primaryWithReplica(t *testing.T) (*redisserver.Server, chaos.Link) {
 // replication and every belief ends (within one renewal and the validity that is left), heal it and
 // the endpoints are held again.
 func TestWaitReplicasEndsBeliefsWithoutReplication(t *testing.T) {
+	t.Parallel()
 	p, link := primaryWithReplica(t)
 	c := newClient(t, p.Addr())
 	require.NoError(t, MarkEstablished(context.Background(), c, "poll:"))
@@ -87,6 +89,7 @@ func TestWaitReplicasEndsBeliefsWithoutReplication(t *testing.T) {
 }
 
 func TestSettleWaitFailsUnacknowledgedWrites(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	wait := redis.NewIntCmd(ctx, "wait", 1, 5)
 	wait.SetVal(0)

@@ -15,6 +15,7 @@ import (
 // A system whose Start returns at once and works in the background (naive) is a design of its own:
 // stopping it during its start is judged by the stop alone, and the run goes as scheduled.
 func TestAbortedStartOfABackgroundStart(t *testing.T) {
+	t.Parallel()
 	redistest.Start(t) // the scenario needs a private redis-server; skips or fails as the others do
 	sc, err := scenarios.Get("stop-during-start")
 	require.NoError(t, err)

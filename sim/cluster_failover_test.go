@@ -66,6 +66,7 @@ func shardKills(h history.History) (kills, promotions []*history.Event) {
 // TTL of the guard the promoted replica re-arms, with up to a retry interval before the attempt that
 // arms it and one after the guard ends, and the client's 250 ms slot-map reload.
 func TestClusterElectionPrimaryKill(t *testing.T) {
+	t.Parallel()
 	needRedisServer(t)
 	h := runCatalogued(t, "cluster-election-primary-kill", 1)
 	require.Equal(t, "election", h.Meta.Kind)
@@ -108,6 +109,7 @@ func TestClusterElectionPrimaryKill(t *testing.T) {
 // fencing tokens included (a rejoined node that had not copied the fencing counters would grant lower
 // ones after the second promotion).
 func TestClusterPrimaryKillRejoin(t *testing.T) {
+	t.Parallel()
 	needRedisServer(t)
 	h := runCatalogued(t, "cluster-primary-kill-rejoin", 1)
 	r := checker.Check(h, checker.DefaultOptions())
@@ -136,6 +138,7 @@ func TestClusterPrimaryKillRejoin(t *testing.T) {
 // noticed, it keeps its slots, empty, and its replica resynchronises from it; either way the step ends
 // with the cluster whole, and the reference stays safe.
 func TestClusterRedisRestartStartsTheNodeAgain(t *testing.T) {
+	t.Parallel()
 	needRedisServer(t)
 	sc := sim.Scenario{Name: "cluster-restart-short", Instances: 2, Endpoints: 4, Duration: 90 * time.Second, Topology: sim.TopologyCluster,
 		Steps:   chaos.Schedule{{At: 30 * time.Second, Fault: chaos.RedisRestart{}, Jitter: -1}},

@@ -10,6 +10,7 @@ import (
 // <prefix>lease:<endpoint>, and <prefix>lease:{<endpoint>} whose hash tag keeps an endpoint's keys in
 // one Redis Cluster slot. Histories of both classify to the same endpoints.
 func TestEndpointOfBothKeyLayouts(t *testing.T) {
+	t.Parallel()
 	for key, want := range map[string]string{
 		"poll:lease:ep-1":          "ep-1",
 		"poll:lease:{ep-1}":        "ep-1",
@@ -33,6 +34,7 @@ func TestEndpointOfBothKeyLayouts(t *testing.T) {
 // "poll:lease:ep-0" hashes to another slot than the reference's "{ep-0}"). Reads, other endpoints and
 // other kinds of operation do not count.
 func TestLeaseKeyOfTheNewestGrantOrRenewal(t *testing.T) {
+	t.Parallel()
 	op := func(endpoint string, kind history.OpKind, key string) history.Event {
 		return history.Event{Kind: history.KindOp, Endpoint: endpoint, Op: &history.Op{Kind: kind, Key: key}}
 	}

@@ -20,6 +20,7 @@ import (
 // A cluster scenario gets a private Redis Cluster when private servers are asked for, and is refused
 // with what it needs on any backend that cannot start one.
 func TestBackendForScenarioCluster(t *testing.T) {
+	t.Parallel()
 	require.NoError(t, deploy.CheckSpec("cluster"))
 	for _, spec := range []string{"", "auto", "server", "cluster"} {
 		got, err := sim.BackendForScenario(spec, sim.TopologyCluster, nil)
@@ -37,6 +38,7 @@ func TestBackendForScenarioCluster(t *testing.T) {
 
 // The cluster faults on a single node are refused as unsupported, naming the backend they need.
 func TestShardedFaultsNeedCluster(t *testing.T) {
+	t.Parallel()
 	if _, ok := redisserver.Available(); !ok {
 		t.Skip("redis-server not installed")
 	}
@@ -52,6 +54,7 @@ func TestShardedFaultsNeedCluster(t *testing.T) {
 // slots through each instance's ClusterClient, kills the primary of ep-0's shard, notes the promotion
 // after the kill, and passes the checker.
 func TestClusterRunWithReference(t *testing.T) {
+	t.Parallel()
 	if _, ok := redisserver.Available(); !ok {
 		t.Skip("redis-server not installed")
 	}

@@ -13,6 +13,7 @@ func (topologyStub) Topology() string { return TopologyIndependent }
 // A system that needs independent nodes runs any one-node scenario on them, refuses a scenario that
 // needs another topology, and refuses a backend that cannot start them.
 func TestTopologyNeed(t *testing.T) {
+	t.Parallel()
 	need, err := TopologyNeed(topologyStub{}, TopologySingle)
 	require.NoError(t, err)
 	require.Equal(t, TopologyIndependent, need)

@@ -17,6 +17,7 @@ import (
 )
 
 func TestBackendForScenarioTopology(t *testing.T) {
+	t.Parallel()
 	require.NoError(t, deploy.CheckSpec("sentinel"))
 	// Private servers asked for (what CI passes): a Sentinel scenario gets a private Sentinel set.
 	for _, spec := range []string{"", "auto", "server", "sentinel"} {
@@ -41,6 +42,7 @@ func TestBackendForScenarioTopology(t *testing.T) {
 
 // The replicated-backend faults refuse a single node clearly.
 func TestReplicatedFaultsNeedSentinel(t *testing.T) {
+	t.Parallel()
 	if _, ok := redisserver.Available(); !ok {
 		t.Skip("redis-server not installed")
 	}
@@ -55,6 +57,7 @@ func TestReplicatedFaultsNeedSentinel(t *testing.T) {
 // A run on a Sentinel set: the primary is killed, the promotion is on the timeline after the kill, and
 // the instances, each through its own links, carry on against the new primary.
 func TestSentinelRunRecordsPromotionAndFollowsIt(t *testing.T) {
+	t.Parallel()
 	if _, ok := redisserver.Available(); !ok {
 		t.Skip("redis-server not installed")
 	}

@@ -17,6 +17,7 @@ import (
 
 // An external Redis is never flushed: a run namespaces its keys and removes only those.
 func TestExternalBackendIsLeftAsFound(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	ctx := context.Background()
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr()})
@@ -35,6 +36,7 @@ func TestExternalBackendIsLeftAsFound(t *testing.T) {
 // A schedule that restarts Redis from its files opens a server with that persistence, and refuses a
 // backend that cannot have it.
 func TestBackendForPersistenceFaults(t *testing.T) {
+	t.Parallel()
 	snap := chaos.Schedule{{At: time.Second, For: time.Second, Fault: chaos.RedisRestartFromSnapshot{}}}
 	aof := chaos.Schedule{{At: time.Second, Fault: chaos.RedisRestartAOF{}}}
 	for _, tc := range []struct {

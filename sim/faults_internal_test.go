@@ -14,6 +14,7 @@ import (
 )
 
 func TestRunDeadlineConvertsTheInstanceClock(t *testing.T) {
+	t.Parallel()
 	now := time.Unix(5000, 0)
 	for name, tc := range map[string]struct {
 		left time.Duration
@@ -32,6 +33,7 @@ func TestRunDeadlineConvertsTheInstanceClock(t *testing.T) {
 }
 
 func TestObserveRecordsDeadlinesInRunTime(t *testing.T) {
+	t.Parallel()
 	rec := history.NewRecorderFrom(time.Now())
 	in := newTestInstance()
 	in.clock.SetRate(2)
@@ -56,6 +58,7 @@ func TestObserveRecordsDeadlinesInRunTime(t *testing.T) {
 }
 
 func TestAssumptionsNameTheFaultsOutside(t *testing.T) {
+	t.Parallel()
 	timing := SpecTiming()
 	sc := Scenario{Outside: []string{"redis-restart", "pause"}}
 	s := chaos.Schedule{
@@ -78,6 +81,7 @@ func TestAssumptionsNameTheFaultsOutside(t *testing.T) {
 }
 
 func TestPlanJittersFaultsStartsAndSteadyWindows(t *testing.T) {
+	t.Parallel()
 	sc := Scenario{
 		Name: "j", Instances: 3, Endpoints: 3, Duration: 150 * time.Second,
 		Steps: chaos.Schedule{
@@ -122,6 +126,7 @@ func TestPlanJittersFaultsStartsAndSteadyWindows(t *testing.T) {
 }
 
 func TestJitterNeverMovesAStepPastTheRun(t *testing.T) {
+	t.Parallel()
 	sc := Scenario{Name: "end", Instances: 1, Endpoints: 1, Duration: 100 * time.Second, FaultJitter: time.Minute,
 		Steps: chaos.Schedule{{At: 90 * time.Second, For: 9 * time.Second, Fault: chaos.Pause{Slot: 0}}}}
 	for seed := int64(1); seed <= 20; seed++ {

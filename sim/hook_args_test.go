@@ -15,6 +15,7 @@ import (
 // The hook records a command's arguments as they went out on the wire, whatever Go types the caller
 // gave go-redis, so that it and the wire recorder write the same Command for the same traffic.
 func TestRecordingHookRecordsArgumentsAsSent(t *testing.T) {
+	t.Parallel()
 	mr := miniredis.RunT(t)
 	rec := history.NewRecorderFrom(time.Now())
 	c := redis.NewClient(&redis.Options{Addr: mr.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1})

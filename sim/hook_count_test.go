@@ -18,6 +18,7 @@ import (
 // Reads of a system's own bookkeeping are counted per instance, not recorded; every lease operation,
 // every write and every call that got no reply is still recorded as an event.
 func TestBookkeepingReadsAreCountedNotRecorded(t *testing.T) {
+	t.Parallel()
 	mr := miniredis.RunT(t)
 	rec := history.NewRecorderFrom(time.Now())
 	c := redis.NewClient(&redis.Options{Addr: mr.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1})

@@ -14,6 +14,7 @@ import (
 
 // A held instance's calls neither answer nor fail, whatever their contexts say, until the hold ends.
 func TestHeldCallsBlockUntilReleased(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	for name, hold := range map[string]func(in *vinstance){
 		"stall": func(in *vinstance) { in.stall.freeze() },
@@ -52,6 +53,7 @@ func TestHeldCallsBlockUntilReleased(t *testing.T) {
 // A reply that arrives while the instance is held is handed back only when the hold ends, and then it
 // is the reply: the call took effect.
 func TestReplyArrivingDuringAHoldIsSeenAfterIt(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rec := history.NewRecorderFrom(time.Now())
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})

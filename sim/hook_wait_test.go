@@ -27,6 +27,7 @@ func (g grantsWait) ConfirmedByWait(op history.Op) bool {
 // satisfied, a write the system counts regardless, a write after the WAIT, and a classifier without the
 // capability leave it acknowledged. A lone redis-server has no replica, so WAIT 1 answers 0.
 func TestRecordingHookMarksWritesWaitDidNotConfirm(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	ctx := context.Background()
 	record := func(c OpClassifier, send func(p redis.Pipeliner)) []history.Event {

@@ -82,6 +82,7 @@ func (f *fakeLag) sources(ping bool) lagSources {
 }
 
 func TestLagMonitorKeepsTheWindowsAboveTheFloor(t *testing.T) {
+	t.Parallel()
 	ms := time.Millisecond
 	// 40 wakes of 5 ms: two windows of 100 ms. The 22nd wake (in the second window) is 30 ms late; the
 	// scheduler histogram's 30 ms bucket grows at the 3rd wake (first window).
@@ -107,6 +108,7 @@ func TestLagMonitorKeepsTheWindowsAboveTheFloor(t *testing.T) {
 }
 
 func TestLagMonitorTimesTheBackendsPings(t *testing.T) {
+	t.Parallel()
 	ms := time.Millisecond
 	f := &fakeLag{rtts: []time.Duration{ms, 2 * ms, 150 * ms, ms}, spent: make(chan struct{})}
 	m := startLagMonitor(f.sources(true))
@@ -119,6 +121,7 @@ func TestLagMonitorTimesTheBackendsPings(t *testing.T) {
 }
 
 func TestLagMonitorDropsWindowsAfterTheEnd(t *testing.T) {
+	t.Parallel()
 	late := make([]time.Duration, 60)
 	late[50] = 50 * time.Millisecond
 	f := &fakeLag{late: late, spent: make(chan struct{})}
@@ -130,6 +133,7 @@ func TestLagMonitorDropsWindowsAfterTheEnd(t *testing.T) {
 }
 
 func TestWorstNewBucket(t *testing.T) {
+	t.Parallel()
 	b := []float64{0, 0.001, 0.010, 0.100}
 	require.Equal(t, time.Duration(0), worstNewBucket([]uint64{1, 2, 3}, []uint64{1, 2, 3}, b))
 	require.Equal(t, 10*time.Millisecond, worstNewBucket([]uint64{1, 2, 3}, []uint64{9, 2, 4}, b))
@@ -145,6 +149,7 @@ const lagChildEnv = "TENURE_LAG_MONITOR_CHILD"
 // oversubscribed machine does to a run. The monitor, in a process of its own so that GOMAXPROCS=1
 // holds for it alone, records it.
 func TestLagMonitorSeesAStarvedRuntime(t *testing.T) {
+	t.Parallel()
 	if os.Getenv(lagChildEnv) != "" {
 		lagChild()
 		return
@@ -198,6 +203,7 @@ func lagChild() {
 
 // A backend of several servers is not pinged: its client answers from whichever node it picks.
 func TestLagPingsOnlyASingleServer(t *testing.T) {
+	t.Parallel()
 	for _, topology := range []string{TopologyCluster, TopologySentinel, TopologyIndependent} {
 		require.Nil(t, lagPing(aboutOnly{about: deploy.About{Topology: topology}}, nil), topology)
 	}

@@ -49,6 +49,7 @@ func topKeys(t *testing.T, line []byte) []string {
 // Every system's log lines carry each key once, and the naive baseline logs what it does like the
 // reference does.
 func TestInstanceLogsHaveEachKeyOnce(t *testing.T) {
+	t.Parallel()
 	for _, sys := range []sim.System{baselines.Naive{}, mustLookup(t, "reference")} {
 		t.Run(sys.Name(), func(t *testing.T) {
 			var buf lockedBuffer

@@ -18,6 +18,7 @@ import (
 // wakes believing what it believed, sends the poll it was about to send, and only then finds out (its
 // clock has jumped past the deadline).
 func TestPausedReferenceKeepsItsBeliefUntilItWakes(t *testing.T) {
+	t.Parallel()
 	redistest.Start(t)
 	sc := sim.Scenario{
 		Name: "pause-is-a-pause", Instances: 2, Endpoints: 2, Duration: 140 * time.Second, Fencing: true,

@@ -27,6 +27,7 @@ func outcome(rep checker.Report, inv string) checker.Result {
 // must be caught polling an endpoint that another instance has taken over, in the scenario built to
 // expose it, while the reference passes the very same scenario.
 func TestCheckerCatchesTheNaiveDesign(t *testing.T) {
+	t.Parallel()
 	redistest.Start(t)
 	sc, err := scenarios.Get("redis-partition")
 	require.NoError(t, err)

@@ -11,6 +11,7 @@ import (
 // on the way does not move it, where the rate between the first and the last reading moves by the delay
 // over the span.
 func TestClockRateIgnoresADelayedReading(t *testing.T) {
+	t.Parallel()
 	var s clockSamples
 	for i := 0; i < 6; i++ {
 		at := time.Duration(i) * 300 * time.Millisecond

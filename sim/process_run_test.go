@@ -52,7 +52,7 @@ func pythonSystem(t *testing.T, mode, extra string) (*sim.ProcessSystem, string)
 	}
 	script, err := filepath.Abs(filepath.Join("testdata", "process", "instance.py"))
 	require.NoError(t, err)
-	marker := "tenure-test-" + filepath.Base(t.TempDir())
+	marker := "tenure-test-" + strings.ReplaceAll(strings.Trim(t.TempDir(), "/"), "/", "-") // unique among parallel tests
 	dir := writeSystem(t, fmt.Sprintf(`{"name": "py-%s", "kind": "lease", "command": [%q, %q, %q, %q]%s}`,
 		mode, py, script, mode, marker, extra))
 	s, err := sim.Lookup(sim.ExecPrefix + dir)
@@ -109,6 +109,8 @@ func events(h history.History, kind history.Kind) []history.Event {
 // The reference as processes: every backend command is recorded at the wire, every poll and belief
 // over the instances' services, a crash kills the process, and what the checker judges of safety holds.
 func TestProcessReferenceIsRecordedAndCrashes(t *testing.T) {
+	// Not parallel: it looks for leftover processes of this very test binary, which the
+	// instances of other tests run too.
 	redistest.Start(t)
 	sys := selfSystem(t, "reference", "lease", "")
 	sc := sim.Scenario{Name: "process-crash", Instances: 3, Endpoints: 3, Duration: 100 * time.Second, Fencing: true,
@@ -155,6 +157,8 @@ func TestProcessReferenceIsRecordedAndCrashes(t *testing.T) {
 // pause, it takes hold as the holder's poll arrives, and the poll it sends on waking carries its old
 // token and is refused by fencing.
 func TestProcessPauseIsSIGSTOP(t *testing.T) {
+	// Not parallel: it looks for leftover processes of this very test binary, which the
+	// instances of other tests run too.
 	redistest.Start(t)
 	sys := selfSystem(t, "reference", "lease", "")
 	// The first grants come a TTL after the start (the reference's fresh-dataset guard): the pause comes
@@ -235,6 +239,7 @@ func requireFaketime(t *testing.T) {
 // A clock fault reaches a process through libfaketime: the instance's own clock readings (clock_ms of
 // its polls) run at the rate the fault set, and at real time before and after it, without a jump.
 func TestProcessClockRunsAtTheRateSet(t *testing.T) {
+	t.Parallel()
 	requireFaketime(t)
 	redistest.Start(t)
 	sys, marker := pythonSystem(t, "poll", "")
@@ -294,6 +299,8 @@ func TestProcessClockRunsAtTheRateSet(t *testing.T) {
 // A Go program reads the clock past libfaketime: the self-test says so and the clock scenario stops
 // before anything is judged; a system that declares it is refused before anything starts.
 func TestGoProcessRefusesClockFaults(t *testing.T) {
+	// Not parallel: it looks for leftover processes of this very test binary, which the
+	// instances of other tests run too.
 	requireFaketime(t)
 	redistest.Start(t)
 	sc := sim.Scenario{Name: "process-drift-go", Instances: 1, Endpoints: 1, Duration: 60 * time.Second,
@@ -314,6 +321,7 @@ func TestGoProcessRefusesClockFaults(t *testing.T) {
 // An instance that cannot take part is named with what it wrote last, the run ends with an error
 // rather than a verdict, and no process of it is left.
 func TestProcessBadInstancesNameThemselves(t *testing.T) {
+	t.Parallel()
 	redistest.Start(t)
 	sc := sim.Scenario{Name: "process-bad", Instances: 1, Endpoints: 2, Duration: 100 * time.Second}
 	for _, tc := range []struct {
@@ -340,9 +348,12 @@ func TestProcessBadInstancesNameThemselves(t *testing.T) {
 
 // An instance that exits on its own during the run has crashed: the history says so, with its status.
 func TestProcessExitingByItselfIsACrash(t *testing.T) {
+	t.Parallel()
 	redistest.Start(t)
 	sys, marker := pythonSystem(t, "quit", "")
-	sc := sim.Scenario{Name: "process-quit", Instances: 1, Endpoints: 1, Duration: 40 * time.Second}
+	// 10 s of run: the instance exits 0.3 s after its ready call, well inside the first half even when a
+	// loaded machine is slow to start Python.
+	sc := sim.Scenario{Name: "process-quit", Instances: 1, Endpoints: 1, Duration: 200 * time.Second}
 	res, err := sim.Run(context.Background(), sim.Options{System: sys, Scenario: sc, Seed: 1, TimeScale: processScale, Backend: "server"})
 	require.NoError(t, err)
 	requireNoneLeft(t, marker)
@@ -358,6 +369,7 @@ func TestProcessExitingByItselfIsACrash(t *testing.T) {
 // A graceful stop is SIGTERM; a process that ignores it is killed after the stop bound (two TTLs) and
 // the fault says it did not stop gracefully.
 func TestProcessIgnoringSIGTERMIsKilled(t *testing.T) {
+	t.Parallel()
 	redistest.Start(t)
 	sys, marker := pythonSystem(t, "stubborn", "")
 	sc := sim.Scenario{Name: "process-stubborn", Instances: 1, Endpoints: 1, Duration: 100 * time.Second,

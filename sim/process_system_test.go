@@ -14,6 +14,7 @@ import (
 )
 
 func TestSplitCommandSplitsAsAShellWould(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string][]string{
 		`python3 instance.py`:             {"python3", "instance.py"},
 		`  node   a.js  --x=1 `:           {"node", "a.js", "--x=1"},
@@ -50,6 +51,7 @@ func writeSystem(t *testing.T, body string) string {
 }
 
 func TestSystemFileIsReadWithItsPathsAndScripts(t *testing.T) {
+	t.Parallel()
 	dir := writeSystem(t, `{
 		"name": "my-lock", "description": "a lock of mine", "kind": "election",
 		"command": ["./run.sh", "--fast"], "dir": "bin", "env": {"PYTHONUNBUFFERED": "1"},
@@ -80,6 +82,7 @@ func TestSystemFileIsReadWithItsPathsAndScripts(t *testing.T) {
 
 // Every mistake in a system file is refused with the file's name and the field at fault.
 func TestSystemFileMistakesNameTheFileAndTheField(t *testing.T) {
+	t.Parallel()
 	good := `"name": "x", "kind": "lease", "command": ["sh"]`
 	for name, tc := range map[string]struct{ body, want string }{
 		"unknown field":        {`{` + good + `, "comand": ["sh"]}`, `unknown field "comand"`},
@@ -114,6 +117,7 @@ func TestSystemFileMistakesNameTheFileAndTheField(t *testing.T) {
 }
 
 func TestExecSystemNeedsARunnableCommand(t *testing.T) {
+	t.Parallel()
 	s, err := sim.NewExecSystem(`sh -c 'exit 0'`, "")
 	require.NoError(t, err)
 	require.Equal(t, "lease", s.Kind())
@@ -126,6 +130,7 @@ func TestExecSystemNeedsARunnableCommand(t *testing.T) {
 // The random nemesis draws nothing a process system cannot run: no stall (it holds calls inside a client
 // the harness shares with in-process systems only), so the run goes ahead instead of being refused.
 func TestNemesisLeavesOutWhatAProcessSystemCannotRun(t *testing.T) {
+	t.Parallel()
 	// A system file of its own, so the test does not need bin/tenure-instance built: the plan never
 	// starts the command.
 	dir := writeSystem(t, `{"name": "p", "kind": "lease", "command": ["sh"],

@@ -16,6 +16,7 @@ import (
 // The progress callback goes on to the end of the run, whether the schedule ends early or is empty, and
 // its last call reports the whole run.
 func TestProgressRunsToTheEnd(t *testing.T) {
+	t.Parallel()
 	for name, steps := range map[string]chaos.Schedule{
 		"no faults":        nil,
 		"early last fault": {{At: 2 * time.Second, For: time.Second, Fault: chaos.Partition{Slot: 0}}},

@@ -9,6 +9,7 @@ import (
 
 // A panic in a system's Start or Stop becomes an error naming the call, not the end of the run.
 func TestProtectTurnsPanicIntoError(t *testing.T) {
+	t.Parallel()
 	err := protect("Stop", func() error {
 		var f func()
 		f() // what Stop during Start did before it was guarded: a nil function called

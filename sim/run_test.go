@@ -25,6 +25,7 @@ func count(h history.History, k history.Kind) int {
 }
 
 func TestRunRecordsEverything(t *testing.T) {
+	t.Parallel()
 	redistest.Start(t) // fails or skips exactly like the other real-Redis tests
 	sc := sim.Scenario{
 		Name: "smoke", Instances: 2, Endpoints: 3, Duration: 40 * time.Second,
@@ -50,6 +51,7 @@ func TestRunRecordsEverything(t *testing.T) {
 }
 
 func TestPlanIsDeterministic(t *testing.T) {
+	t.Parallel()
 	sc := sim.Scenario{Name: "n", Instances: 4, Endpoints: 8, Duration: 300 * time.Second,
 		Nemesis: &chaos.NemesisOptions{From: 60 * time.Second, To: 280 * time.Second, TTL: 30 * time.Second}}
 	a, _, err := sim.Plan(sim.Options{System: baselines.Naive{}, Scenario: sc, Seed: 7, TimeScale: 0.1})
@@ -63,6 +65,7 @@ func TestPlanIsDeterministic(t *testing.T) {
 }
 
 func TestPlanRejectsImpossibleOptions(t *testing.T) {
+	t.Parallel()
 	sc := sim.Scenario{Name: "x", Instances: 1, Endpoints: 1, Duration: time.Minute}
 	for name, o := range map[string]sim.Options{
 		"zero scale":  {System: baselines.Naive{}, Scenario: sc, TimeScale: 0},

@@ -17,6 +17,7 @@ import (
 // Every built-in entry is valid, and every script the reference sends is in the catalogue under the
 // operation it performs.
 func TestBuiltinScriptsCoverTheReference(t *testing.T) {
+	t.Parallel()
 	c, err := NewScriptCatalogue(BuiltinScripts()...)
 	require.NoError(t, err)
 	for _, s := range BuiltinScripts() {
@@ -45,6 +46,7 @@ func TestBuiltinScriptsCoverTheReference(t *testing.T) {
 
 // The libraries' scripts are classified from the arguments each library sends.
 func TestLibraryScriptsClassify(t *testing.T) {
+	t.Parallel()
 	c := NewBuiltinCatalogue()
 	const key = "poll:lease:ep-0"
 	cases := []struct {
@@ -97,6 +99,7 @@ func TestLibraryScriptsClassify(t *testing.T) {
 // A script known by its shape is recognised when sent with EVAL, and with EVALSHA once its body has
 // been seen on the wire.
 func TestScriptCatalogueLearnsBodiesByShape(t *testing.T) {
+	t.Parallel()
 	c, err := NewScriptCatalogue(Script{Name: "renew", Source: "local v = redis.call('get', KEYS[1])\nreturn 1\n",
 		Op: "renew", OK: ReplyMatch{Int: intp(1)}})
 	require.NoError(t, err)
@@ -118,6 +121,7 @@ func TestScriptCatalogueLearnsBodiesByShape(t *testing.T) {
 
 // A system file describes its scripts as JSON; bad entries are refused with a message naming them.
 func TestScriptCatalogueFromJSON(t *testing.T) {
+	t.Parallel()
 	var scripts []Script
 	require.NoError(t, json.Unmarshal([]byte(`[
 		{"name": "my acquire", "origin": "app 1.2", "source": "return redis.call('set', KEYS[1], ARGV[2], 'NX', 'PX', ARGV[1])",

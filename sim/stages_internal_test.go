@@ -12,6 +12,7 @@ import (
 // The teardown closes what the set-up opened, last first; an error of it fails a run that produced
 // nothing, and is only listed for a run that produced a history.
 func TestTeardownClosesLastFirstAndRoutesErrors(t *testing.T) {
+	t.Parallel()
 	var order []string
 	var td teardown
 	td.add(func() error { order = append(order, "backend"); return errors.New("backend would not stop") })

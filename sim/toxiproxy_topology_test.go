@@ -53,6 +53,7 @@ func (f listProxies) Apply(context.Context, chaos.Env) (func(context.Context) er
 // instances' links, and a Sentinel fault acts through it: isolating the primary puts its toxics on the
 // primary's peer proxy there. The run removes every proxy it created.
 func TestSentinelPeerLinksOnExternalToxiproxy(t *testing.T) {
+	t.Parallel()
 	if _, ok := redisserver.Available(); !ok {
 		t.Skip("redis-server not installed")
 	}

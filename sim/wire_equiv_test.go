@@ -186,6 +186,7 @@ func requireSameHistory(t *testing.T, hookRec, wireRec *history.Recorder, sent m
 // calls whose replies were lost while the server was stopped. On the wire side the reference's
 // scripts are classified by the built-in catalogue, as a process system's would be.
 func TestWireRecorderMatchesHookOnReference(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	ctx := context.Background()
 	start := time.Now()
@@ -292,6 +293,7 @@ func TestWireRecorderMatchesHookOnReference(t *testing.T) {
 // it, MULTI included, with its own text for the WATCH abort ("redis: transaction failed"); the wire
 // records MULTI's own OK, and its own text for the abort. Both say the queued commands had no effect.
 func TestWireRecorderMatchesHookOnTransactionsAndPubSub(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	ctx := context.Background()
 	admin := redis.NewClient(&redis.Options{Addr: srv.Addr()})

@@ -17,6 +17,7 @@ import (
 // of the batch included (the client failed the whole pipeline); a batch already complete keeps its
 // outcomes; Close does the same to every connection still open before it returns.
 func TestWireRecorderLostReplies(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	w, rec := newWire(t, srv.Addr(), nil)
 	c := dialRaw(t, w.Addr())
@@ -82,6 +83,7 @@ func fakeServer(t *testing.T, answer string) string {
 // A server stream the recorder cannot read is still passed on unchanged; what it cannot match is
 // recorded unknown, and Err says what happened.
 func TestWireRecorderUnreadableReplies(t *testing.T) {
+	t.Parallel()
 	garbage := "+OK\r\n@what\r\n"
 	w, rec := newWire(t, fakeServer(t, garbage), nil)
 	c := dialRaw(t, w.Addr())
@@ -117,6 +119,7 @@ func readFull(conn net.Conn, b []byte) (int, error) {
 // A client that sends what is not a Redis command is reported, naming the instance; the commands it
 // sent before are recorded as usual.
 func TestWireRecorderMalformedRequests(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	w, rec := newWire(t, srv.Addr(), nil)
 	c := dialRaw(t, w.Addr())
@@ -132,6 +135,7 @@ func TestWireRecorderMalformedRequests(t *testing.T) {
 
 // An upstream that refuses (a cut link) is passed on as a reset connection; nothing is recorded.
 func TestWireRecorderUpstreamRefused(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	addr := ln.Addr().String()
@@ -153,6 +157,7 @@ func TestWireRecorderUpstreamRefused(t *testing.T) {
 
 // Commands a dead instance still sends are passed on but not recorded.
 func TestWireRecorderIgnoresTheDead(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	var dead atomic.Bool
 	rec := history.NewRecorderFrom(time.Now())
@@ -170,6 +175,7 @@ func TestWireRecorderIgnoresTheDead(t *testing.T) {
 }
 
 func TestNewWireRecorderNamesWhatIsMissing(t *testing.T) {
+	t.Parallel()
 	rec := history.NewRecorderFrom(time.Now())
 	for _, tc := range []struct {
 		cfg WireConfig

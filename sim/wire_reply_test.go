@@ -82,6 +82,7 @@ func plain(v any) any {
 // A reply read at the wire is handed to classifiers as go-redis's generic command hands it: the
 // same values, of the same Go types, for every RESP2 and RESP3 type.
 func TestReplyOfValueIsWhatGoRedisReads(t *testing.T) {
+	t.Parallel()
 	replies := []string{
 		"+OK\r\n", "-ERR bad\r\n", ":42\r\n", "$5\r\nhello\r\n", "$-1\r\n", "*-1\r\n", "_\r\n",
 		"*3\r\n:1\r\n$-1\r\n-ERR inner\r\n", ",3.25\r\n", ",inf\r\n", "#t\r\n", "#f\r\n",

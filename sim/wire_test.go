@@ -99,6 +99,7 @@ func summary(rec *history.Recorder) []string {
 // A RESP3 connection: HELLO 3 switches the protocol, a pipeline's replies are matched in order, and
 // pushes (a subscription's confirmation and its messages) are not taken for replies.
 func TestWireRecorderRESP3PipelinesAndPushes(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	w, rec := newWire(t, srv.Addr(), nil)
 	c := dialRaw(t, w.Addr())
@@ -128,6 +129,7 @@ func TestWireRecorderRESP3PipelinesAndPushes(t *testing.T) {
 // A RESP2 connection in subscribe mode: confirmations and messages are arrays like any reply, and are
 // told apart from the replies to the commands allowed (or refused) meanwhile.
 func TestWireRecorderRESP2SubscribeMode(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	w, rec := newWire(t, srv.Addr(), nil)
 	c := dialRaw(t, w.Addr())
@@ -152,6 +154,7 @@ func TestWireRecorderRESP2SubscribeMode(t *testing.T) {
 
 // Inline commands are commands; a client that turns replies off leaves its commands unknown.
 func TestWireRecorderInlineAndClientReply(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	w, rec := newWire(t, srv.Addr(), nil)
 	c := dialRaw(t, w.Addr())
@@ -173,6 +176,7 @@ func TestWireRecorderInlineAndClientReply(t *testing.T) {
 // A WAIT judges the writes before it in its batch, as the hook judges those before it in a
 // pipeline; a WAIT sent on its own, after its write was answered, judges nothing.
 func TestWireRecorderWaitVerdicts(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	w, rec := newWire(t, srv.Addr(), grantsWait{confirm: true})
 	c := dialRaw(t, w.Addr())
@@ -196,6 +200,7 @@ func TestWireRecorderWaitVerdicts(t *testing.T) {
 // Every reply has its call and return times: the call when the command was read, the return when
 // its reply was, so a pipeline's commands share neither.
 func TestWireRecorderTimesEachCommand(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	w, rec := newWire(t, srv.Addr(), nil)
 	c := dialRaw(t, w.Addr())
@@ -218,6 +223,7 @@ func TestWireRecorderTimesEachCommand(t *testing.T) {
 // The recorder passes everything on unchanged: the replies a client reads through it are the
 // server's bytes.
 func TestWireRecorderForwardsBytesUnchanged(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	w, _ := newWire(t, srv.Addr(), nil)
 	direct, err := net.Dial("tcp", srv.Addr())

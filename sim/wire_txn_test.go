@@ -16,6 +16,7 @@ import (
 // not run (EXECABORT, a WATCH abort, DISCARD, a connection closed before EXEC) they are recorded as
 // having had no effect.
 func TestWireRecorderTransactions(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	ctx := context.Background()
 	admin := redis.NewClient(&redis.Options{Addr: srv.Addr()})
@@ -111,6 +112,7 @@ func TestWireRecorderTransactions(t *testing.T) {
 // and calls again. The recorder learns the body, so the catalogue knows the script by its shape though
 // this text was never catalogued as such; EVAL is recognised by its body.
 func TestWireRecorderScriptsAndNoscript(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	const catalogued = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end return 0"
 	sent := "\n  if redis.call('get', KEYS[1]) == ARGV[1] then\n    return redis.call('pexpire', KEYS[1], ARGV[2])\n  end\n  return 0\n"

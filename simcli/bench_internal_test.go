@@ -12,6 +12,7 @@ import (
 )
 
 func TestQuantileIsNearestRank(t *testing.T) {
+	t.Parallel()
 	var ds []time.Duration
 	for i := 100; i >= 1; i-- {
 		ds = append(ds, time.Duration(i)*time.Millisecond)
@@ -25,6 +26,7 @@ func TestQuantileIsNearestRank(t *testing.T) {
 // Crashes count as failovers and graceful stops as handoffs; commands are counted per instance per
 // renewal interval (TTL/3).
 func TestBenchFiguresSplitFailoversFromHandoffs(t *testing.T) {
+	t.Parallel()
 	h := history.History{Meta: history.Meta{LeaseTTL: 3 * time.Second, Duration: 30 * time.Second}}
 	for i := 0; i < 20; i++ {
 		h.Events = append(h.Events, history.Event{Kind: history.KindOp, Instance: "a", Op: &history.Op{Kind: history.OpRenew}})
@@ -69,6 +71,7 @@ func TestBenchFiguresSplitFailoversFromHandoffs(t *testing.T) {
 
 // A scenario with nothing to measure reports null, not zero.
 func TestBenchFiguresWithoutTakeoversAreNull(t *testing.T) {
+	t.Parallel()
 	var f benchFigures
 	f.add(history.History{Meta: history.Meta{LeaseTTL: 3 * time.Second, Duration: 30 * time.Second}}, checker.Report{})
 	f.summarise()
@@ -79,6 +82,7 @@ func TestBenchFiguresWithoutTakeoversAreNull(t *testing.T) {
 }
 
 func TestPeakRSSReadsVmHWM(t *testing.T) {
+	t.Parallel()
 	reset := resetPeakRSS() == nil
 	n, src := peakRSS(reset)
 	require.Greater(t, n, int64(1<<20), src)

@@ -13,6 +13,7 @@ import (
 )
 
 func TestBenchNeedsAScenarioName(t *testing.T) {
+	t.Parallel()
 	code, stdout, stderr := run(t, "bench")
 	require.Equal(t, simcli.ExitUsage, code)
 	require.Empty(t, stdout)
@@ -22,6 +23,7 @@ func TestBenchNeedsAScenarioName(t *testing.T) {
 }
 
 func TestBenchRefusesFlagsItDoesNotHonour(t *testing.T) {
+	t.Parallel()
 	out := filepath.Join(t.TempDir(), "out")
 	for _, args := range [][]string{
 		{"--suite", "ci"}, {"--parallel", "2"}, {"--quiet"}, {"--duration", "1m"},
@@ -47,6 +49,7 @@ func TestBenchRefusesFlagsItDoesNotHonour(t *testing.T) {
 }
 
 func TestBenchHelpListsOnlyItsFlags(t *testing.T) {
+	t.Parallel()
 	code, stdout, stderr := run(t, "bench", "--help")
 	require.Equal(t, simcli.ExitOK, code, stderr)
 	for _, f := range []string{"-runs", "-seed", "-keep", "-json", "-redis", "-system", "-time-scale", "-out"} {
@@ -59,6 +62,7 @@ func TestBenchHelpListsOnlyItsFlags(t *testing.T) {
 
 // A passing bench prints the figure columns and deletes the directories of its runs.
 func TestBenchPrintsFiguresAndDeletesPassingRuns(t *testing.T) {
+	t.Parallel()
 	redistest.Start(t)
 	out := filepath.Join(t.TempDir(), "bench")
 	code, stdout, stderr := run(t, "bench", "voluntary-release", "--runs", "1", "--seed", "1", "--redis", "server", "--out", out)
@@ -82,6 +86,7 @@ func TestBenchPrintsFiguresAndDeletesPassingRuns(t *testing.T) {
 
 // A run that violates an invariant makes bench exit 1 and is kept, with its reports and its replay.
 func TestBenchKeepsAViolatedRun(t *testing.T) {
+	t.Parallel()
 	redistest.Start(t)
 	out := filepath.Join(t.TempDir(), "bench")
 	code, stdout, stderr := run(t, "bench", "redis-partition", "--system", "naive", "--runs", "1", "--seed", "3", "--redis", "server", "--out", out)

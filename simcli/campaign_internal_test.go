@@ -37,6 +37,7 @@ func planArgs(t *testing.T, args ...string) (campaignFlags, campaignDef, []job) 
 // Every job of a campaign is in exactly one shard, the same one whichever shard plans it, and the
 // shards' expected run times differ by at most the longest job.
 func TestCampaignShardsCoverEveryJobOnce(t *testing.T) {
+	t.Parallel()
 	base := []string{"--suite", "ci", "--seeds", "3", "--campaign-seed", "11", "--redis", "server"}
 	for _, n := range []int{1, 2, 3, 7} {
 		var first campaignDef
@@ -78,6 +79,7 @@ func TestCampaignShardsCoverEveryJobOnce(t *testing.T) {
 // Jobs come scenario by scenario, seed by seed; the same arguments give the same campaign on any
 // machine, and any difference in them gives another.
 func TestCampaignPlanIsDeterministic(t *testing.T) {
+	t.Parallel()
 	_, a, jobs := planArgs(t, "single-instance", "crash-failover", "--seeds", "3", "--campaign-seed", "7", "--redis", "embedded")
 	_, b, _ := planArgs(t, "single-instance", "crash-failover", "--seeds", "3", "--campaign-seed", "7", "--redis", "embedded")
 	require.Equal(t, a, b)
@@ -114,6 +116,7 @@ func TestCampaignPlanIsDeterministic(t *testing.T) {
 
 // Equal run times, or unknown ones, deal the jobs out in turn; known ones balance the shards.
 func TestAssignShards(t *testing.T) {
+	t.Parallel()
 	s := time.Second
 	require.Equal(t, []int{1, 2, 3, 1, 2, 3, 1}, assignShards([]time.Duration{s, s, s, s, s, s, s}, 3))
 	require.Equal(t, []int{1, 2, 1, 2}, assignShards([]time.Duration{9 * s, 0, s, s}, 2), "an unknown time: in turn")
@@ -140,6 +143,7 @@ func TestAssignShards(t *testing.T) {
 }
 
 func TestParseShardAndSeedRange(t *testing.T) {
+	t.Parallel()
 	i, n, err := parseShard("2/3")
 	require.NoError(t, err)
 	require.Equal(t, [2]int{2, 3}, [2]int{i, n})
@@ -167,6 +171,7 @@ func TestParseShardAndSeedRange(t *testing.T) {
 // The summary counts runs per scenario and per cause, shows a column for an outcome only when some
 // run had it, and lists every run that did not pass with its seed, causes and replay line.
 func TestCampaignSummaryGroups(t *testing.T) {
+	t.Parallel()
 	def := campaignDef{ID: "abc", Scenarios: []string{"crash-failover", "gc-pause"}, Seeds: []int64{1, 2, 3}, Shards: 2,
 		TimeScale: 0.1, SeedRange: "1-3", Command: "simrun campaign crash-failover gc-pause --seed-range 1-3"}
 	rec := func(sc string, seed int64, o outcome, causes ...string) jobRecord {
@@ -269,6 +274,7 @@ func judgedHistory(t *testing.T, h history.History, dir string) reports.RunResul
 // A failing run keeps its directory and its causes; a passing one keeps only its result.json (and its
 // marker).
 func TestFinishRecordKeepsFailuresAndPrunesPasses(t *testing.T) {
+	t.Parallel()
 	base := t.TempDir()
 	ctx := t.Context()
 
@@ -308,6 +314,7 @@ func TestFinishRecordKeepsFailuresAndPrunesPasses(t *testing.T) {
 // A fault that failed makes the assumptions undecided; its cause names the fault and nothing that
 // changes from seed to seed, so runs failing that way group together.
 func TestAssumptionsCauseFromTheChecker(t *testing.T) {
+	t.Parallel()
 	h, err := history.ReadFile(filepath.Join("testdata", "reference-redis-partition", "history.jsonl"))
 	require.NoError(t, err)
 	failed := false

@@ -58,6 +58,7 @@ func merge(t *testing.T, args ...string) (int, string, error) {
 // Merging the shards of one campaign gives one index, one JUnit file and one summary over every job,
 // with links into the shards' directories.
 func TestCampaignMerge(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	s1, s2 := filepath.Join(root, "shard-1"), filepath.Join(root, "shard-2")
 	failing := map[string]bool{"balance-3x9 seed 2": true}
@@ -115,6 +116,7 @@ func TestCampaignMerge(t *testing.T) {
 
 // The merge refuses what is not the complete set of one campaign's shards, and says what is wrong.
 func TestCampaignMergeRefuses(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	s1, s2 := filepath.Join(root, "shard-1"), filepath.Join(root, "shard-2")
 	fakeShard(t, s1, 1, 99, nil, mergeArgs...)
@@ -169,6 +171,7 @@ func TestCampaignMergeRefuses(t *testing.T) {
 
 // A shard that was interrupted merges, but the merge says which runs did not run and does not pass.
 func TestCampaignMergeOfAnInterruptedShard(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	s1, s2 := filepath.Join(root, "shard-1"), filepath.Join(root, "shard-2")
 	fakeShard(t, s1, 1, 99, nil, mergeArgs...)

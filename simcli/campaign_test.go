@@ -48,6 +48,7 @@ func readCampaign(t *testing.T, dir string) campaignRecord {
 // would, then merged: every job runs once, passing runs keep only their result.json, and the merge
 // lists all four.
 func TestCampaignShardedAndMerged(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs four scenarios")
 	}
@@ -106,6 +107,7 @@ func TestCampaignShardedAndMerged(t *testing.T) {
 
 // Bad arguments are refused before anything runs or is written.
 func TestCampaignUsageErrors(t *testing.T) {
+	t.Parallel()
 	out := filepath.Join(t.TempDir(), "out")
 	full := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(full, "mine"), nil, 0o644))
@@ -148,6 +150,7 @@ func TestCampaignUsageErrors(t *testing.T) {
 // Ctrl-C: the runs in progress are saved as interrupted, the rest listed as not run, the summary is
 // written and says so, and the exit status is 130.
 func TestCampaignInterrupted(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	dir := filepath.Join(t.TempDir(), "out")

@@ -22,6 +22,7 @@ import (
 
 // A typo gets the closest names and a bad flag one line naming it and the fix: no usage dump.
 func TestTyposGetOneLineWithASuggestion(t *testing.T) {
+	t.Parallel()
 	out := filepath.Join(t.TempDir(), "out")
 	for name, tc := range map[string]struct {
 		args []string
@@ -57,6 +58,7 @@ func TestTyposGetOneLineWithASuggestion(t *testing.T) {
 
 // Every command's --help goes to stdout and exits 0.
 func TestHelpOfEveryCommand(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{{"--help"}, {"list", "--help"}, {"run", "--help"}, {"run", "-h"}, {"report", "--help"}, {"bench", "--help"}} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			code, stdout, stderr := run(t, args...)
@@ -73,6 +75,7 @@ func TestHelpOfEveryCommand(t *testing.T) {
 
 // simrun help COMMAND prints that command's own help, as COMMAND --help does.
 func TestHelpCommandPrintsThatCommandsHelp(t *testing.T) {
+	t.Parallel()
 	for _, cmd := range []string{"list", "run", "report", "bench", "matrix"} {
 		t.Run(cmd, func(t *testing.T) {
 			code, stdout, stderr := run(t, "help", cmd)
@@ -87,6 +90,7 @@ func TestHelpCommandPrintsThatCommandsHelp(t *testing.T) {
 
 // run --help names every registered suite.
 func TestRunHelpListsEverySuite(t *testing.T) {
+	t.Parallel()
 	_, stdout, _ := run(t, "run", "--help")
 	var line string
 	for _, l := range strings.Split(stdout, "\n") {
@@ -102,6 +106,7 @@ func TestRunHelpListsEverySuite(t *testing.T) {
 
 // simrun list gives each system its kind and a description.
 func TestListShowsEachSystemsKindAndDescription(t *testing.T) {
+	t.Parallel()
 	_, stdout, _ := run(t, "list")
 	lines := map[string]string{}
 	for _, l := range strings.Split(stdout, "\n") {
@@ -124,6 +129,7 @@ func TestListShowsEachSystemsKindAndDescription(t *testing.T) {
 
 // A time scale too small for the system's timing is refused in one line, not once per instance.
 func TestTooSmallTimeScaleIsSaidOnce(t *testing.T) {
+	t.Parallel()
 	out := filepath.Join(t.TempDir(), "out")
 	code, _, stderr := run(t, "run", "balance-3x9", "--time-scale", "0.001", "--redis", "embedded", "--quiet", "--out", out)
 	require.Equal(t, simcli.ExitUsage, code, stderr)
@@ -135,6 +141,7 @@ func TestTooSmallTimeScaleIsSaidOnce(t *testing.T) {
 
 // Flags that mean nothing for what is run are refused, not ignored.
 func TestFlagsThatDoNotApplyAreRefused(t *testing.T) {
+	t.Parallel()
 	out := filepath.Join(t.TempDir(), "out")
 	for name, tc := range map[string]struct {
 		args []string
@@ -165,6 +172,7 @@ func TestFlagsThatDoNotApplyAreRefused(t *testing.T) {
 // never rewritten, neither of a run nor of a suite's runs, and a directory under the suite that its
 // marker does not name is left alone, even when it holds a run.
 func TestReportOfASuiteDirectoryKeepsTheHistories(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	old := time.Now().Add(-time.Hour).Truncate(time.Second)
 	var saved [][]byte
@@ -214,6 +222,7 @@ func TestReportOfASuiteDirectoryKeepsTheHistories(t *testing.T) {
 // A run stopped by Ctrl-C (its context) is reported as interrupted, with exit status 130, and the
 // scenarios that had not started are listed as not run: neither is a failure.
 func TestInterruptedRunIsNotAFailedOne(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var errb bytes.Buffer
@@ -242,6 +251,7 @@ func TestInterruptedRunIsNotAFailedOne(t *testing.T) {
 // The header names the backend auto chose, and the replay command names it and the binary that ran,
 // so a custom simrun replays with itself.
 func TestReplayNamesTheBinaryAndTheBackendThatRan(t *testing.T) {
+	t.Parallel()
 	redistest.Start(t)
 	bin := buildSimrun(t)
 	custom := filepath.Join(t.TempDir(), "my-simrun")
@@ -256,6 +266,7 @@ func TestReplayNamesTheBinaryAndTheBackendThatRan(t *testing.T) {
 
 // A relative TMPDIR and --out work: the private redis-server is given absolute paths.
 func TestRelativeTMPDIRAndOut(t *testing.T) {
+	t.Parallel()
 	redistest.Start(t)
 	bin := buildSimrun(t)
 	wd := t.TempDir()
@@ -270,6 +281,7 @@ func TestRelativeTMPDIRAndOut(t *testing.T) {
 
 // An external Redis that does not answer is one error, without go-redis's pool log lines.
 func TestUnreachableRedisPrintsNoPoolLogs(t *testing.T) {
+	t.Parallel()
 	bin := buildSimrun(t)
 	dir := filepath.Join(t.TempDir(), "out")
 	cmd := exec.Command(bin, "run", "single-instance", "--seed", "1", "--redis", "addr=127.0.0.1:1", "--quiet", "--out", dir)

@@ -11,6 +11,7 @@ import (
 )
 
 func TestInconclusiveExitCodes(t *testing.T) {
+	t.Parallel()
 	pass, inc, fail := summaryRow{passed: true}, summaryRow{inconclusive: true}, summaryRow{}
 	require.Equal(t, ExitOK, rowExit(pass))
 	require.Equal(t, ExitInconclusive, rowExit(inc))
@@ -30,12 +31,14 @@ func TestInconclusiveExitCodes(t *testing.T) {
 
 // A matrix cell marks an inconclusive invariant apart from a violated or undecided one.
 func TestMatrixWordsMarkInconclusive(t *testing.T) {
+	t.Parallel()
 	words := violatedWords(map[string]checker.Outcome{checker.InvFailover: checker.Inconclusive, checker.InvBalance: checker.Violated})
 	require.Equal(t, []string{"failover>bound~", "imbalance"}, words)
 }
 
 // The matrix fails on a reference system's failed cell; an inconclusive one alone exits 3.
 func TestMatrixCodeWeighsInconclusive(t *testing.T) {
+	t.Parallel()
 	inc := matrixCell{system: "reference", scenario: "gc-pause", runs: []matrixRun{{seed: 1, passed: true}, {seed: 2, inconclusive: true}}}
 	require.Equal(t, ExitInconclusive, matrixCode([]matrixCell{inc}))
 	baseline := matrixCell{system: "naive", scenario: "gc-pause", runs: []matrixRun{{seed: 1}}}

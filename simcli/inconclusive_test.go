@@ -46,6 +46,7 @@ func lateRun(t *testing.T, lag bool) string {
 // A run whose only violation coincided with the harness's lag is inconclusive: exit 3, said as such;
 // the same run without lag fails.
 func TestInconclusiveRunExitsThree(t *testing.T) {
+	t.Parallel()
 	code, out, stderr := run(t, "report", lateRun(t, false))
 	require.Equal(t, simcli.ExitViolated, code, out+stderr)
 	require.Contains(t, out, "0 passed, 1 failed")
@@ -66,6 +67,7 @@ func TestInconclusiveRunExitsThree(t *testing.T) {
 
 // In a set of runs a failure outweighs an inconclusive run, which outweighs a pass.
 func TestSuiteExitCodeWeighsInconclusive(t *testing.T) {
+	t.Parallel()
 	suite := t.TempDir()
 	copyRun := func(name, from string) {
 		t.Helper()

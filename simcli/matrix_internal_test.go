@@ -25,6 +25,7 @@ import (
 // The matrix's shape on a small fixed subset: each reference system passes, and each baseline and peer
 // library fails the cell its design is known to be weak in, by one of the invariants that weakness breaks.
 func TestMatrixShape(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs twelve scenarios")
 	}
@@ -144,6 +145,7 @@ func cellOf(t *testing.T, table, system, scenario string) string {
 }
 
 func TestMatrixCellsAndTables(t *testing.T) {
+	t.Parallel()
 	cells := []matrixCell{
 		{system: "reference", scenario: "gc-pause", runs: []matrixRun{{seed: 1, passed: true}, {seed: 2, passed: true}}},
 		{system: "spec-naive", scenario: "gc-pause", runs: []matrixRun{
@@ -179,6 +181,7 @@ func TestMatrixCellsAndTables(t *testing.T) {
 // The columns follow the order of --scenarios, within each kind of scenario; without it, the
 // scenarios' own order.
 func TestMatrixColumnsFollowTheScenariosGiven(t *testing.T) {
+	t.Parallel()
 	plan := func(scens string) []string {
 		f := matrixFlags{systems: "reference,election-redis", scenarios: scens}
 		f.run.redis, f.run.parallel, f.run.out = "server", 1, filepath.Join(t.TempDir(), "m") // planned only
@@ -209,6 +212,7 @@ func TestMatrixColumnsFollowTheScenariosGiven(t *testing.T) {
 // A matrix run's replay command names the backend it runs on: what auto chose on this machine, or the
 // deployment its scenario needs.
 func TestMatrixReplayNamesTheBackendThatRuns(t *testing.T) {
+	t.Parallel()
 	f := matrixFlags{systems: "reference", scenarios: "crash-failover,sentinel-primary-kill,redis-restart-from-snapshot"}
 	f.run.redis, f.run.parallel, f.run.out = "auto", 1, filepath.Join(t.TempDir(), "m")
 	_, jobs, _, err := planMatrix(&f)
@@ -230,6 +234,7 @@ func TestMatrixReplayNamesTheBackendThatRuns(t *testing.T) {
 
 // An error every instance of a fleet met alike is said once.
 func TestErrTextSaysEachLineOnce(t *testing.T) {
+	t.Parallel()
 	same := errors.New("lease: invalid config: OpTimeout (250ms) must be less than RenewInterval (10ms)")
 	err := fmt.Errorf("%w: crash-failover: sim: start fleet: %w", errUsage, errors.Join(same, same, same, errors.New("another")))
 	require.Equal(t, "crash-failover: sim: start fleet: "+same.Error()+"\nanother", errText(err))
@@ -237,6 +242,7 @@ func TestErrTextSaysEachLineOnce(t *testing.T) {
 
 // Bad flags are usage errors that name what is wrong and write nothing.
 func TestMatrixBadFlags(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	out := filepath.Join(dir, "m")
 	full := filepath.Join(dir, "full")
@@ -271,6 +277,7 @@ func TestMatrixBadFlags(t *testing.T) {
 // The matrix starts its longest runs first, so that its workers finish together; ties keep the table's
 // order.
 func TestMatrixStartsLongestFirst(t *testing.T) {
+	t.Parallel()
 	var jobs []job
 	for _, d := range []time.Duration{10, 30, 20, 30} {
 		jobs = append(jobs, job{opts: sim.Options{Scenario: sim.Scenario{Duration: d * time.Second}}})
@@ -281,6 +288,7 @@ func TestMatrixStartsLongestFirst(t *testing.T) {
 // A scenario with a fault a system cannot be put through (a stall of a process system's client) leaves
 // that cell blank, as a scenario of another topology does, instead of refusing the whole matrix.
 func TestMatrixLeavesBlankWhatASystemCannotRun(t *testing.T) {
+	t.Parallel()
 	// A process system of its own (the plan never starts its command), so the test does not need
 	// bin/tenure-instance built.
 	dir := t.TempDir()

@@ -14,6 +14,7 @@ import (
 
 // A simrun built without the mutants says, when asked for one, how to build one that has them.
 func TestAbsentMutantIsAUsageErrorSayingHowToBuildOne(t *testing.T) {
+	t.Parallel()
 	out := filepath.Join(t.TempDir(), "out")
 	code, _, stderr := run(t, "run", "crash-failover", "--system", "mutant-no-deadline", "--out", out)
 	require.Equal(t, simcli.ExitUsage, code, stderr)

@@ -78,6 +78,7 @@ func savedHistory(t *testing.T) string {
 // with report.html, result.json and even Tenure histories in them, is refused and left byte for byte
 // and time for time as it was, and so is each of those directories that is not a run simrun wrote.
 func TestReportTouchesNothingItDidNotWrite(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	hist := savedHistory(t)
 	for _, f := range []string{"report.html", "result.json", "junit.xml", "linearizability.html", "summary.md"} {
@@ -134,6 +135,7 @@ func TestReportTouchesNothingItDidNotWrite(t *testing.T) {
 // --out accepts a new or empty directory, or one simrun wrote of the same kind; anything else is refused
 // before anything starts, for every command that writes, and left as it was.
 func TestOutRefusesWhatTenureDidNotWrite(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	write(t, filepath.Join(root, "foreign", "report.html"), "theirs")
 	write(t, filepath.Join(root, "foreign", "history.jsonl"), savedHistory(t))
@@ -205,6 +207,7 @@ func TestOutRefusesWhatTenureDidNotWrite(t *testing.T) {
 // A run into a directory of its own: the directory is marked, a second run into it is refused and the
 // first run's history stays as it was.
 func TestRerunIntoARunDirectoryIsRefused(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir() // empty: accepted
 	code, stdout, stderr := run(t, "run", "single-instance", "--seed", "1", "--redis", "embedded", "--time-scale", "0.05", "--quiet", "--out", dir)
 	require.Contains(t, []int{simcli.ExitOK, simcli.ExitViolated}, code, stdout+stderr) // the verdict is not what is tested
@@ -223,6 +226,7 @@ func TestRerunIntoARunDirectoryIsRefused(t *testing.T) {
 // replay commands name the backend that ran, and report re-renders the matrix directory it wrote to the
 // same table, leaving the histories as they were.
 func TestMatrixDirectoryReportsAgain(t *testing.T) {
+	t.Parallel()
 	redistest.Start(t)
 	out := filepath.Join(t.TempDir(), "m")
 	code, stdout, stderr := run(t, "matrix", "--systems", "reference,naive", "--scenarios", "balance-3x9,single-instance",

@@ -84,6 +84,7 @@ func quickVerdicts(t *testing.T, system string, seed int) map[string]string {
 // invariant, on the quick suite. Seeds: TENURE_PROCESS_SEEDS (e.g. "1-3"), default 1, since each seed
 // runs the suite twice.
 func TestProcessModeGivesTheInProcessVerdicts(t *testing.T) {
+	t.Parallel()
 	redistest.Start(t)
 	first, last := 1, 1
 	if v := os.Getenv("TENURE_PROCESS_SEEDS"); v != "" {
@@ -197,6 +198,7 @@ func requireAllGone(t *testing.T, pids []int, what string) {
 // kill -9 of simrun in a process-mode run leaves no instance and no redis-server behind: each dies with
 // it (Pdeathsig, from the thread that started it, which lives as long as simrun).
 func TestKilledProcessRunLeavesNoOrphans(t *testing.T) {
+	t.Parallel()
 	redistest.Start(t)
 	cmd, kids := startProcessRun(t, filepath.Join(t.TempDir(), "run"))
 	time.Sleep(500 * time.Millisecond) // the instances are at work; nothing below depends on it
@@ -207,6 +209,7 @@ func TestKilledProcessRunLeavesNoOrphans(t *testing.T) {
 
 // Ctrl-C during a process-mode run: the instances are killed, the partial history saved, exit 130.
 func TestInterruptedProcessRunKillsItsInstances(t *testing.T) {
+	t.Parallel()
 	redistest.Start(t)
 	out := filepath.Join(t.TempDir(), "run")
 	cmd, kids := startProcessRun(t, out)
@@ -223,6 +226,7 @@ func TestInterruptedProcessRunKillsItsInstances(t *testing.T) {
 // Process systems named wrongly on the command line are usage errors that leave nothing behind, and an
 // instance that fails its start is named with its last words.
 func TestProcessSystemBadInput(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out")
 	bad := filepath.Join(dir, "bad")
@@ -257,6 +261,7 @@ func TestProcessSystemBadInput(t *testing.T) {
 // An instance that exits at once fails the run's start: exit status 2, the instance named with what it
 // wrote, nothing left running, no half-written output.
 func TestProcessThatExitsAtOnceIsAUsageError(t *testing.T) {
+	t.Parallel()
 	redistest.Start(t)
 	out := filepath.Join(t.TempDir(), "out")
 	code, _, stderr := run(t, "run", "crash-failover", "--exec", "sh -c 'echo cannot find my config >&2; exit 7'", "--redis", "server", "--out", out)

@@ -29,6 +29,7 @@ func run(t *testing.T, args ...string) (int, string, string) {
 }
 
 func TestBadInputIsAUsageErrorAndLeavesNothing(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out")
 	for name, tc := range map[string]struct {
@@ -78,6 +79,7 @@ func TestFailedRunKeepsTheUsersDirectory(t *testing.T) {
 }
 
 func TestListNamesEverything(t *testing.T) {
+	t.Parallel()
 	code, out, _ := run(t, "list")
 	require.Equal(t, simcli.ExitOK, code)
 	for _, want := range []string{"crash-failover", "random-nemesis", "ci", "soak", "reference", "naive"} {
@@ -87,6 +89,7 @@ func TestListNamesEverything(t *testing.T) {
 
 // The same seed must give the same fault schedule, run after run.
 func TestSameSeedSameSchedule(t *testing.T) {
+	t.Parallel()
 	redistest.Start(t)
 	var schedules []string
 	for i := 0; i < 2; i++ {
@@ -189,6 +192,7 @@ func startSimrun(t *testing.T, bin, out string) *exec.Cmd {
 
 // Ctrl-C: faults end, every child process dies, the partial history is saved, exit status 130.
 func TestInterruptSavesPartialHistoryAndKillsChildren(t *testing.T) {
+	t.Parallel()
 	redistest.Start(t)
 	bin := buildSimrun(t)
 	out := filepath.Join(t.TempDir(), "run")
@@ -214,6 +218,7 @@ func TestInterruptSavesPartialHistoryAndKillsChildren(t *testing.T) {
 
 // Even a SIGKILLed simrun leaves no redis-server behind (Pdeathsig).
 func TestKilledSimrunLeavesNoOrphans(t *testing.T) {
+	t.Parallel()
 	redistest.Start(t)
 	bin := buildSimrun(t)
 	cmd := startSimrun(t, bin, filepath.Join(t.TempDir(), "run"))
@@ -233,6 +238,7 @@ func TestKilledSimrunLeavesNoOrphans(t *testing.T) {
 // Saved histories of real runs are re-checked: the naive design's double polls in a partition must
 // still be caught, and the reference's run of the same scenario must still pass.
 func TestReportRechecksSavedHistories(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		dir  string
 		code int
@@ -259,6 +265,7 @@ func TestReportRechecksSavedHistories(t *testing.T) {
 // A scenario that cannot be set up is that scenario's error: the others still run and are judged, the
 // summary and index list it, and the exit code says a setup failed.
 func TestOneScenarioSetupErrorDoesNotAbortTheOthers(t *testing.T) {
+	t.Parallel()
 	redistest.Start(t)
 	out := filepath.Join(t.TempDir(), "out")
 	code, stdout, stderr := run(t, "run", "election-leader-crash-pg", "single-instance", "--seed", "1",
