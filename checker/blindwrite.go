@@ -31,6 +31,10 @@ import (
 // its end) are left out: a stalled instance's calls neither fail nor return, a frozen one's time out
 // while it cannot act on it. The invariant is skipped on replicated or sharded backends (a link is
 // judged per node there), and where no timing or no operation was recorded.
+//
+// Its verdict rests on timeouts (no reply to the lost call, none to the write), which a starved harness
+// or Redis causes as well as a dead link: a blind write that coincided with harness lag above
+// LagThreshold is inconclusive (judgeLag), as a timing verdict is.
 func checkBlindWrites(idx *index, opts Options) Result {
 	t, ok := timingOf(idx.meta)
 	switch {
@@ -111,7 +115,10 @@ func checkBlindWrites(idx *index, opts Options) Result {
 			if answeredFrom[first] <= w.At {
 				continue
 			}
-			c.add(Violation{At: w.At, Endpoint: w.Endpoint, Instances: []string{in}, Events: []int64{f.Seq, w.Seq},
+			// Its window, for the lag pass: from the lost call to the end of the blind write's own
+			// call bound. Both verdicts it rests on (no reply to either) are timeouts, which a starved
+			// harness or server can cause as well as a dead link.
+			c.add(Violation{At: w.At, From: f.At, To: w.At + t.OpTimeout, Endpoint: w.Endpoint, Instances: []string{in}, Events: []int64{f.Seq, w.Seq},
 				Message: fmt.Sprintf("%s sent %s of %s at %v, %v after its call at %v (%s) went unanswered past its call bound (%v), with no reply to anything it sent since; it got no reply either",
 					in, w.Op.Kind, orKey(w), w.At, round(w.At-f.At), f.At, firstWord(f.Op.Command), t.OpTimeout)})
 		}
