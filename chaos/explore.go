@@ -237,10 +237,13 @@ func (x *explorer) episode(name string, at time.Duration) (Schedule, int) {
 		if live <= 3 {
 			return x.episode("crash-after-join", at)
 		}
-		a, b := x.rng.Intn(live), x.rng.Intn(live-1)
+		// The crash comes first (it takes effect at once), the graceful stop within a poll of it, so
+		// that their handoffs overlap; a crash aimed by slot during a stop could hit the stopping
+		// instance itself, which is still in the fleet until its stop returns.
+		b, a := x.rng.Intn(live), x.rng.Intn(live-1)
 		return Schedule{
-			{At: at, Fault: Stop{Slot: a}},
-			{At: at + x.upTo(ttl/30), Fault: Crash{Slot: b}},
+			{At: at, Fault: Crash{Slot: b}},
+			{At: at + x.upTo(ttl/30), Fault: Stop{Slot: a}},
 			{At: at + ttl + x.upTo(ttl/3), Fault: Start{Count: 1}},
 		}, live - 1
 	case "crash-after-join":
@@ -250,8 +253,9 @@ func (x *explorer) episode(name string, at time.Duration) (Schedule, int) {
 			}
 			return x.single(at)
 		}
-		// Slot live is the newcomer; any other slot is an instance it may take endpoints from.
-		victim := x.rng.Intn(live + 1)
+		// An instance the newcomer may take endpoints from (not the newcomer itself: its start may not
+		// have returned yet, and a slot it has not taken yet names nobody).
+		victim := x.rng.Intn(live)
 		return Schedule{
 			{At: at, Fault: Start{Count: 1}},
 			{At: at + x.upTo(ttl/15), Fault: Crash{Slot: victim}},

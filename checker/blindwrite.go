@@ -27,9 +27,10 @@ import (
 // that may have told the instance so (PING) is not recorded. Releases are never blind: they only delete
 // the instance's own holding, and one that lands lets the others in.
 //
-// Calls made while a stall or a pause held the instance (from the fault's start until a call bound after
-// its end) are left out: a stalled instance's calls neither fail nor return, a frozen one's time out
-// while it cannot act on it. The invariant is skipped on replicated or sharded backends (a link is
+// Calls made while a stall or a pause held the instance, or while its link was slowed within the call
+// bound (from the fault's start until a call bound after its end), are left out: a stalled instance's
+// calls neither fail nor return, a frozen one's time out while it cannot act on it, and a slowed link
+// still answers (a call may time out behind its slowed neighbours just after a probe was answered). The invariant is skipped on replicated or sharded backends (a link is
 // judged per node there), and where no timing or no operation was recorded.
 //
 // Its verdict rests on timeouts (no reply to the lost call, none to the write), which a starved harness
@@ -161,7 +162,12 @@ func (idx *index) heldWindows(grace time.Duration) map[string][]history.Window {
 		switch f.Fault.Name {
 		case "stall", "pause", "freeze":
 		default:
-			continue
+			// A link slowed within the call bound (latency, replies or requests held less than it)
+			// still answers: a call may time out behind its slowed neighbours while the probe that
+			// showed the link alive (a PING, not recorded) was answered.
+			if Classify(f.Fault, idx.meta) != ClassSlow {
+				continue
+			}
 		}
 		for _, in := range f.Fault.Targets {
 			out[in] = append(out[in], history.Window{From: f.At, To: idx.faultEnd(f) + grace})

@@ -73,6 +73,14 @@ func TestBlindWrites(t *testing.T) {
 		{"a release", func(b *builder) *builder {
 			return b.unknownOp("a", history.OpRelease, "poll:lease:e1", "a", 0, 2*s)
 		}, true},
+		{"while its replies are slowed within the call bound", func(b *builder) *builder {
+			return b.fault("f1", "slow-replies", s-ms(100), 3*s, false, false, "a").withParams("delay", "200ms").
+				unknownOp("a", history.OpRenew, "poll:lease:e1", "a", 3*s, 2*s)
+		}, true},
+		{"while its replies are held past the call bound", func(b *builder) *builder {
+			return b.fault("f1", "slow-replies", s-ms(100), 3*s, false, false, "a").withParams("delay", "2s").
+				unknownOp("a", history.OpRenew, "poll:lease:e1", "a", 3*s, 2*s)
+		}, false},
 		{"while the instance is stalled", func(b *builder) *builder {
 			return b.fault("f1", "stall", s-ms(100), 3*s, false, false, "a").
 				unknownOp("a", history.OpRenew, "poll:lease:e1", "a", 3*s, 2*s)

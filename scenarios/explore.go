@@ -17,9 +17,6 @@ var exploration = []sim.Scenario{
 		Instances: 4, Endpoints: 12, Duration: 360 * s,
 		Explore: &chaos.ExploreOptions{From: 50 * s, To: 340 * s},
 		Steady:  w(345*s, 360*s), NeedsBackendControl: true,
-		// Polls last three safety margins: a poll still in flight at a local deadline must be cut short
-		// there, which polls as long as the margin would hide.
-		Timing: sim.Timing{PollDuration: 3 * s},
 		// Pauses are among the faults: only fencing at the resource can refuse a woken zombie's poll.
 		Fencing: true,
 	},
@@ -30,7 +27,6 @@ var exploration = []sim.Scenario{
 		Instances: 4, Endpoints: 3, Duration: 360 * s,
 		Explore: &chaos.ExploreOptions{From: 50 * s, To: 340 * s},
 		Steady:  w(345*s, 360*s), NeedsBackendControl: true,
-		Timing:  sim.Timing{PollDuration: 3 * s},
 		Fencing: true,
 	},
 }
