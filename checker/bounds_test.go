@@ -410,3 +410,24 @@ func TestAnElectionStandbysRefusalIsNoStanding(t *testing.T) {
 	require.NotNil(t, fo, resultOf(t, rep, InvFailover).Message)
 	require.Equal(t, at+3*s+FailoverTolerance, fo.MeasuredFrom+fo.Bound, fo.Why)
 }
+
+// A graceful stop that begins just after another member crashed may hand its endpoints to the crashed
+// member, which the fleet counts live until its heartbeat runs out: the handoff waits for the crash's
+// deadline, not the poll in flight.
+func TestAHandoffAfterAnUnseenCrashWaitsForIt(t *testing.T) {
+	s := time.Second
+	at := 5*s + ms(500)
+	b := tabled().life("c", history.LifeStarted, 0).
+		fault("f0", "crash", at-ms(50), at-ms(50), true, false, "c").life("c", history.LifeCrashed, at-ms(50)).
+		fault("f1", "stop", at, at, true, false, "a").life("a", history.LifeStopped, at).
+		polls("b", "e1", at+2*s, 20*s, s, 2)
+	rep := Check(b.build(), DefaultOptions())
+	var fo *Failover
+	for i := range rep.Failovers {
+		if rep.Failovers[i].Endpoint == "e1" && rep.Failovers[i].FaultID == "f1" {
+			fo = &rep.Failovers[i]
+		}
+	}
+	require.NotNil(t, fo, resultOf(t, rep, InvFailover).Message)
+	require.Equal(t, at-ms(50)+3*s+FailoverTolerance, fo.MeasuredFrom+fo.Bound, fo.Why)
+}

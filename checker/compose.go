@@ -72,6 +72,10 @@ func (idx *index) extended(d Deadline, ep string, since, stop time.Duration, tak
 				for _, t := range g.Fault.Targets {
 					hinders = hinders || idx.heldInStanding(ep, t, at) || (gd.Class == ClassSlow && t == taker)
 				}
+				// A handoff that begins after a member of the fleet was removed unseen (a crash) may hand
+				// endpoints to that member: the fleet counts it live until its heartbeat runs out, as
+				// it counts on its leases, so those endpoints wait for the crash's own deadline.
+				hinders = hinders || (d.Class == ClassHandoff && gd.Class == ClassGone && g.Fault.Removes && g.At <= since)
 				if !hinders {
 					if lw, ok := idx.blindTaker(g, gd, taker); ok {
 						hinders, gd = true, lw
