@@ -343,7 +343,10 @@ func (e *Elector) run(ctx context.Context) {
 			if end := e.lead(ctx, sent, term); end != nil {
 				return
 			}
-			e.wait(ctx, e.retryWait(), &hint)
+			// The leadership was lost: contend again at once. A holding Redis lost (a restart, an
+			// older snapshot) is then found by this attempt, which arms the fresh-dataset guard within
+			// a renewal interval and a call bound of the loss instead of a RetryInterval later; a link
+			// that is down fails the attempt's probe, and the wait below a failed attempt applies.
 			continue
 		}
 		// Not acquired: see who leads, and until when.
