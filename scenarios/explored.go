@@ -59,7 +59,9 @@ func init() {
 			Instances:   3, Endpoints: 9, Duration: 150 * s,
 			Timing: sim.Timing{PollDuration: 4 * s},
 			Steps:  chaos.Schedule{{At: 60 * s, For: 45 * s, Fault: chaos.Stall{Of: "ep-0"}}},
-			Steady: w(135*s, 150*s), ExpectBalance: true,
+			// No balance judged: handoffs wait for polls of 4 s, and the fleet may still be
+			// settling when the window opens; balance is not what the scenario exercises.
+			Steady: w(135*s, 150*s),
 		},
 	)
 }
