@@ -135,6 +135,28 @@ func target(env Env, slot int, of string) (string, error) {
 	return slotID(env, slot)
 }
 
+// targetOr is target, falling back on slot when or is set and nobody holds of.
+func targetOr(env Env, slot int, of string, or bool) (string, error) {
+	id, err := target(env, slot, of)
+	if or && errors.Is(err, ErrNoHolder) {
+		return slotID(env, slot)
+	}
+	return id, err
+}
+
+// targetLinkOr is targetLink with targetOr's fallback.
+func targetLinkOr(env Env, slot int, of string, or bool) (string, Link, error) {
+	id, err := targetOr(env, slot, of, or)
+	if err != nil {
+		return "", nil, err
+	}
+	l, err := env.Link(id)
+	if err != nil {
+		return "", nil, err
+	}
+	return id, l, nil
+}
+
 // targetLink resolves a fault's target and its link.
 func targetLink(env Env, slot int, of string) (string, Link, error) {
 	id, err := target(env, slot, of)

@@ -16,6 +16,9 @@ type Partition struct {
 	// Of, when set, targets the instance holding this endpoint (or leading this role) instead of Slot.
 	Of     string `json:"of,omitempty"`
 	OneWay bool   `json:"one_way,omitempty"`
+	// OrSlot, with Of, targets the instance in Slot when nobody holds Of at that moment, instead of
+	// failing the step (the composing nemesis aims at holders it cannot foresee).
+	OrSlot bool `json:"or_slot,omitempty"`
 }
 
 // Name implements Fault.
@@ -28,7 +31,7 @@ func (f Partition) Name() string {
 
 // Apply implements Fault.
 func (f Partition) Apply(_ context.Context, env Env) (func(context.Context) error, Applied, error) {
-	id, l, err := targetLink(env, f.Slot, f.Of)
+	id, l, err := targetLinkOr(env, f.Slot, f.Of, f.OrSlot)
 	if err != nil {
 		return nil, Applied{}, err
 	}

@@ -38,6 +38,9 @@ type Pause struct {
 	Slot int `json:"slot"`
 	// Of, when set, targets the instance holding this endpoint (or leading this role) instead of Slot.
 	Of string `json:"of,omitempty"`
+	// OrSlot, with Of, targets the instance in Slot when nobody holds Of at that moment, instead of
+	// failing the step (the composing nemesis aims at holders it cannot foresee).
+	OrSlot bool `json:"or_slot,omitempty"`
 }
 
 // Name implements Fault.
@@ -45,7 +48,7 @@ func (Pause) Name() string { return "pause" }
 
 // Apply implements Fault.
 func (f Pause) Apply(_ context.Context, env Env) (func(context.Context) error, Applied, error) {
-	id, err := target(env, f.Slot, f.Of)
+	id, err := targetOr(env, f.Slot, f.Of, f.OrSlot)
 	if err != nil {
 		return nil, Applied{}, err
 	}

@@ -21,6 +21,8 @@ type SlowRequests struct {
 	Of    string        `json:"of,omitempty"`
 	Delay time.Duration `json:"delay"`
 	Match string        `json:"match,omitempty"`
+	// OrSlot, with Of, targets the instance in Slot when nobody holds Of at that moment.
+	OrSlot bool `json:"-"`
 }
 
 // SlowReplies holds every reply to the instance in Slot (or the holder of Of) during the step for Delay,
@@ -69,16 +71,16 @@ func slowJSON(slot int, of string, d time.Duration, match string) ([]byte, error
 
 // Apply implements Fault.
 func (f SlowRequests) Apply(_ context.Context, env Env) (func(context.Context) error, Applied, error) {
-	return applySlow(env, f.Slot, f.Of, f.Delay, true, f.Match)
+	return applySlow(env, f.Slot, f.Of, f.OrSlot, f.Delay, true, f.Match)
 }
 
 // Apply implements Fault.
 func (f SlowReplies) Apply(_ context.Context, env Env) (func(context.Context) error, Applied, error) {
-	return applySlow(env, f.Slot, f.Of, f.Delay, false, "")
+	return applySlow(env, f.Slot, f.Of, false, f.Delay, false, "")
 }
 
-func applySlow(env Env, slot int, of string, d time.Duration, requests bool, match string) (func(context.Context) error, Applied, error) {
-	id, l, err := targetLink(env, slot, of)
+func applySlow(env Env, slot int, of string, or bool, d time.Duration, requests bool, match string) (func(context.Context) error, Applied, error) {
+	id, l, err := targetLinkOr(env, slot, of, or)
 	if err != nil {
 		return nil, Applied{}, err
 	}

@@ -21,6 +21,9 @@ type Stall struct {
 	Slot int `json:"slot"`
 	// Of, when set, targets the instance holding this endpoint (or leading this role) instead of Slot.
 	Of string `json:"of,omitempty"`
+	// OrSlot, with Of, targets the instance in Slot when nobody holds Of at that moment, instead of
+	// failing the step (the composing nemesis aims at holders it cannot foresee).
+	OrSlot bool `json:"or_slot,omitempty"`
 }
 
 // Staller is the part of an Env that can stall an instance's backend calls. An Env without it cannot
@@ -39,7 +42,7 @@ func (f Stall) Apply(_ context.Context, env Env) (func(context.Context) error, A
 	if !ok {
 		return nil, Applied{}, fmt.Errorf("%w: this environment cannot stall an instance's calls", ErrUnsupported)
 	}
-	id, err := target(env, f.Slot, f.Of)
+	id, err := targetOr(env, f.Slot, f.Of, f.OrSlot)
 	if err != nil {
 		return nil, Applied{}, err
 	}

@@ -133,6 +133,15 @@ func TestBoundTableComposes(t *testing.T) {
 		{"latency on the survivor that takes it over", func(b *builder) *builder {
 			return b.fault("f2", "latency", at, at+10*s, false, false, "b").withParams("latency", "60ms", "jitter", "30ms")
 		}, at + 3*s + 3*ms(90) + tol},
+		{"an acquire of the survivor held on the wire past its call bound: the later of the hold's end and the landing, and blind", func(b *builder) *builder {
+			return b.life("c", history.LifeStarted, 0).
+				fault("f2", "slow-requests", at+2*s+ms(500), at+4*s, false, false, "b").withParams("delay", "600ms", "held", "requests").
+				unknownOp("b", history.OpAcquire, "poll:lease:e1", "b", 3*s, at+3*s)
+		}, at + 4*s + s + ms(300) + tol},
+		{"replies to the survivor that takes it over lost: the fault's end and blind", func(b *builder) *builder {
+			return b.life("c", history.LifeStarted, 0).
+				fault("f2", "one-way-partition", at+2*s, at+3*s+ms(500), false, false, "b")
+		}, at + 3*s + ms(500) + s + ms(300) + tol},
 		{"a Redis pause after the deadline", func(b *builder) *builder {
 			return b.fault("f2", "redis-pause", at+4*s, at+6*s, false, false)
 		}, at + 3*s + tol},
@@ -376,4 +385,49 @@ func TestAPauseOfAnInstanceTakingOverHindersIt(t *testing.T) {
 	r := resultOf(t, Check(b.build(), DefaultOptions()), InvFailover)
 	require.Contains(t, r.Message, "scale changes checked", allText(r))
 	require.NotContains(t, allText(r), "e1 not polled", allText(r))
+}
+
+// In an election every standby is refused at every attempt: a refused acquire says nothing of who leads,
+// so a fault on a standby that was only refused hinders nothing (in a lease fleet a refused acquire is a
+// handoff to it under way, TestAPauseOfAnInstanceTakingOverHindersIt).
+func TestAnElectionStandbysRefusalIsNoStanding(t *testing.T) {
+	s := time.Second
+	at := 5*s + ms(500)
+	b := tabled().life("c", history.LifeStarted, 0).
+		op("a", history.OpAcquire, "poll:lease:e1", "a", 3*s, ms(5), ms(6), true, "").
+		fault("f1", "crash", at, at, true, false, "a").life("a", history.LifeCrashed, at).
+		op("b", history.OpAcquire, "poll:lease:e1", "b", 3*s, at+ms(100), at+ms(101), false, "").
+		fault("f2", "one-way-partition", at+ms(300), at+2*s, false, false, "b").
+		polls("c", "e1", at+3*s+ms(50), 20*s, s, 2)
+	b.meta.Kind = "election"
+	rep := Check(b.build(), DefaultOptions())
+	var fo *Failover
+	for i := range rep.Failovers {
+		if rep.Failovers[i].Endpoint == "e1" && rep.Failovers[i].FaultID == "f1" {
+			fo = &rep.Failovers[i]
+		}
+	}
+	require.NotNil(t, fo, resultOf(t, rep, InvFailover).Message)
+	require.Equal(t, at+3*s+FailoverTolerance, fo.MeasuredFrom+fo.Bound, fo.Why)
+}
+
+// A graceful stop that begins just after another member crashed may hand its endpoints to the crashed
+// member, which the fleet counts live until its heartbeat runs out: the handoff waits for the crash's
+// deadline, not the poll in flight.
+func TestAHandoffAfterAnUnseenCrashWaitsForIt(t *testing.T) {
+	s := time.Second
+	at := 5*s + ms(500)
+	b := tabled().life("c", history.LifeStarted, 0).
+		fault("f0", "crash", at-ms(50), at-ms(50), true, false, "c").life("c", history.LifeCrashed, at-ms(50)).
+		fault("f1", "stop", at, at, true, false, "a").life("a", history.LifeStopped, at).
+		polls("b", "e1", at+2*s, 20*s, s, 2)
+	rep := Check(b.build(), DefaultOptions())
+	var fo *Failover
+	for i := range rep.Failovers {
+		if rep.Failovers[i].Endpoint == "e1" && rep.Failovers[i].FaultID == "f1" {
+			fo = &rep.Failovers[i]
+		}
+	}
+	require.NotNil(t, fo, resultOf(t, rep, InvFailover).Message)
+	require.Equal(t, at-ms(50)+3*s+FailoverTolerance, fo.MeasuredFrom+fo.Bound, fo.Why)
 }

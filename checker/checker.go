@@ -70,7 +70,7 @@ func (o Options) withDefaults() Options {
 
 // Check judges h against every invariant and returns the report. Results come in a fixed order:
 // assumptions, single-holder, single-poller, stale-poll, validity, linearizability, failover, balance,
-// fencing, liveness.
+// fencing, liveness, blind-write.
 //
 // A pass after the checks weighs the timing violations (failover, balance, liveness) against the
 // harness's own lag recorded in the history (Meta.Lag): one the lag can account for is Inconclusive,
@@ -116,6 +116,7 @@ func Check(h history.History, opts Options) Report {
 	run(InvBalance, skipLive, func() Result { return checkBalance(idx, opts) })
 	run(InvFencing, skipAll, func() Result { return checkFencing(idx, opts) })
 	run(InvLiveness, skipLive, func() Result { return checkLiveness(idx, opts) })
+	run(InvBlindWrite, skipLive, func() Result { return checkBlindWrites(idx, opts) })
 
 	exercised(&rep, h.Meta.Exercises)
 	if len(h.Events) > 0 && h.Meta.PollInterval > 0 {

@@ -72,6 +72,17 @@ func (idx *index) extended(d Deadline, ep string, since, stop time.Duration, tak
 				for _, t := range g.Fault.Targets {
 					hinders = hinders || idx.heldInStanding(ep, t, at) || (gd.Class == ClassSlow && t == taker)
 				}
+				// A handoff that begins after a member of the fleet was removed unseen (a crash) may hand
+				// endpoints to that member: the fleet counts it live until its heartbeat runs out, as
+				// it counts on its leases, so those endpoints wait for the crash's own deadline.
+				hinders = hinders || (d.Class == ClassHandoff && gd.Class == ClassGone && g.Fault.Removes && g.At <= since)
+				if !hinders {
+					if lw, ok := idx.blindTaker(g, gd, taker); ok {
+						hinders, gd = true, lw
+					} else if lw, ok := idx.lateWrite(g, gd, ep); ok {
+						hinders, gd = true, lw
+					}
+				}
 			}
 			if !hinders {
 				continue
@@ -87,6 +98,65 @@ func (idx *index) extended(d Deadline, ep string, since, stop time.Duration, tak
 		}
 	}
 	return d
+}
+
+// blindTaker is the deadline of a blind fault g (replies lost, or requests held past the call bound) on
+// the instance taker that took ep over, when it did not hold ep when g began: while g lasts, anything
+// the taker sends may land unseen, so a correct system takes nothing over until its link is back, which
+// it learns within blind (a renewal or heartbeat interval and a call bound) of g's end; requests it sends
+// after g's end are not held. Never beyond g's own deadline in the table.
+func (idx *index) blindTaker(g *history.Event, gd Deadline, taker string) (Deadline, bool) {
+	if gd.Class != ClassBlind || taker == "" || !toSet(g.Fault.Targets)[taker] {
+		return gd, false
+	}
+	t, ok := timingOf(idx.meta)
+	if !ok {
+		return gd, false
+	}
+	gd.At = min(idx.faultEnd(g)+blindWrites(t)+FailoverTolerance, gd.At)
+	gd.Why = fmt.Sprintf("%s: it left the instance that took the endpoint over blind (what it sent could land unseen) until its end; a system learns its link is back within a renewal or heartbeat interval and a call bound (%v)",
+		g.Fault.Name, blindWrites(t))
+	return gd, true
+}
+
+// lateWrite is the deadline of a blind slow-requests fault g (requests held past the call bound) on an
+// instance that did not hold ep when g began but sent an acquire or renewal of ep during g that got no
+// reply: that write may land up to the hold after it was sent, after its sender gave up on it, and hold
+// ep in the backend for nobody. Its sender can learn of it only by calling again once its requests pass:
+// within blind (a renewal or heartbeat interval and a call bound) of the later of the fault's end and
+// the write's landing, and then release it in a few round trips. So it hinders ep until then, never
+// beyond the fault's own deadline (the table's, for a holder writing blind, which adds a TTL).
+func (idx *index) lateWrite(g *history.Event, gd Deadline, ep string) (Deadline, bool) {
+	if gd.Class != ClassBlind || g.Fault.Name != "slow-requests" {
+		return gd, false
+	}
+	t, ok := timingOf(idx.meta)
+	if !ok {
+		return gd, false
+	}
+	end, hold := idx.faultEnd(g), paramDur(g.Fault, "delay")
+	targets := toSet(g.Fault.Targets)
+	var last time.Duration
+	found := false
+	for _, e := range idx.opsOf(ep) {
+		if e.At > end {
+			break
+		}
+		if e.At < g.At || !targets[e.Instance] || (e.Op.Kind != history.OpAcquire && e.Op.Kind != history.OpRenew) {
+			continue
+		}
+		if e.Op.Unknown || e.End == history.Infinity {
+			last, found = e.At, true
+		}
+	}
+	if !found {
+		return gd, false
+	}
+	at := min(max(end, last+hold)+blindWrites(t)+FailoverTolerance, gd.At)
+	gd.Why = fmt.Sprintf("%s: a write sent during it at %v got no reply and may land %v late, unseen; its sender learns of it within a renewal or heartbeat interval and a call bound (%v) of the later of the fault's end and the landing",
+		g.Fault.Name, round(last), round(hold), blindWrites(t))
+	gd.At = at
+	return gd, true
 }
 
 // cadence is how long after a poll's start a holder that keeps the cadence it was given starts the
@@ -120,9 +190,11 @@ func (idx *index) heldInStanding(ep, in string, t time.Duration) bool {
 		}
 	}
 	// An acquire or renewal it sent, granted or still unanswered at t, may hold ep in the backend: its
-	// sender holds ep as far as anyone else can tell. An acquire that was refused counts too: its
-	// sender was taking ep over (a handoff to it under way), and the fleet leaves ep to it until it
-	// acquires or is found dead.
+	// sender holds ep as far as anyone else can tell. In a lease fleet an acquire that was refused
+	// counts too: its sender was taking ep over (a handoff to it under way), and the fleet leaves ep to
+	// it until it acquires or is found dead. In an election every standby is refused at every attempt,
+	// which says nothing of who leads.
+	refusedCounts := idx.meta.Kind != "election"
 	for _, e := range idx.opsOf(ep) {
 		if e.At > t {
 			break
@@ -130,7 +202,7 @@ func (idx *index) heldInStanding(ep, in string, t time.Duration) bool {
 		if e.Instance != in || (e.Op.Kind != history.OpAcquire && e.Op.Kind != history.OpRenew) {
 			continue
 		}
-		if (e.Op.Kind == history.OpAcquire || e.Op.OK || e.Op.Unknown || e.End > t) && (!found || e.At > last) {
+		if ((refusedCounts && e.Op.Kind == history.OpAcquire) || e.Op.OK || e.Op.Unknown || e.End > t) && (!found || e.At > last) {
 			last, found = e.At, true
 		}
 	}

@@ -20,7 +20,7 @@ const LagThreshold = SchedulingAllowance
 // timingInvariants are the invariants whose violations lag can explain. Safety invariants
 // (single-holder, single-poller, stale-poll, validity, linearizability, fencing) never are: an overlap
 // is an overlap however late anyone ran, and a system must be safe on a slow machine.
-var timingInvariants = map[string]bool{InvFailover: true, InvBalance: true, InvLiveness: true}
+var timingInvariants = map[string]bool{InvFailover: true, InvBalance: true, InvLiveness: true, InvBlindWrite: true}
 
 // Lag sources, as LagFinding.Source names them.
 const (

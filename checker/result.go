@@ -39,6 +39,7 @@ const (
 	InvBalance      = "balance"
 	InvFencing      = "fencing"
 	InvLiveness     = "liveness"
+	InvBlindWrite   = "blind-write" // no acquire or renewal sent after an unanswered call showed the link dead
 )
 
 // Result is the verdict of one invariant over one history.

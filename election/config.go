@@ -46,7 +46,8 @@ type Config struct {
 
 	// Clock is the time source for deadlines, timers and event stamps. Default clock.Real{}.
 	Clock clock.Clock
-	// Rand drives the start-up jitter and generated instance IDs; it is used from one goroutine at a
+	// Rand drives the start-up jitter, the jitter of retries and renewals (each waits up to a tenth less than
+	// its interval, so that electors do not stay in phase) and generated instance IDs; it is used from one goroutine at a
 	// time. DefaultConfig seeds one from the clock; pass a seeded one for a replayable run.
 	Rand *rand.Rand
 	// Logger receives structured events; nil discards them.

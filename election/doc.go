@@ -60,6 +60,18 @@
 // one attempt from a new attempt); PostgreSQL confirms the earlier holding on the server and reissues
 // it with a new term. The Elector also refuses to lead with a term not above its previous one.
 //
+// An acquire or renewal whose reply was lost may still land, after its caller gave up (held on the wire,
+// or queued in a paused server after the release that followed the loss failed): the role is then held
+// by an instance that does not lead, and refused to everyone, that instance included. A candidate the
+// backend names as holder of a term it does not lead releases that term and contends again at once, so
+// such a write costs the role the time to the candidate's next attempt, not a TTL. A leader that loses
+// its holding contends again at once (a link that is down fails the attempt's probe, and RetryInterval
+// applies): a holding that Redis lost is found by that attempt, which arms the fresh-dataset guard
+// within a renewal interval and a call bound of the loss.
+//
+// Retries (RetryInterval) and renewals (RenewInterval) each wait up to a tenth less than their interval,
+// drawn from Config.Rand, so that candidates and leaders do not stay in phase.
+//
 // # Fresh-dataset guard (Redis)
 //
 // A Redis that loses holdings while their holders are inside their local deadlines (a restart without

@@ -297,6 +297,7 @@ func (e *Elector) run(ctx context.Context) {
 	var lastTerm uint64
 	reissued := false // a stale holding was just released to get a new term
 	quick := false    // the last wait was an immediate retry (see nextAttempt)
+	undid := false    // an abandoned term of this instance was just released (at most once per wait)
 	for ctx.Err() == nil && !e.stopping() {
 		sent := e.cfg.Clock.Now()
 		actx, cancel := context.WithTimeout(ctx, e.cfg.OpTimeout)
@@ -311,7 +312,7 @@ func (e *Elector) run(ctx context.Context) {
 			e.log.Warn("election attempt failed", "err", err)
 			e.setState(Candidate)
 			e.emit(Event{Type: ElectionFailed, State: Candidate, Err: err})
-			e.wait(ctx, e.cfg.RetryInterval, &hint)
+			e.wait(ctx, e.retryWait(), &hint)
 			continue
 		case ok && term <= lastTerm:
 			// Our previous holding is still on the backend (its loss was not confirmed there). A new
@@ -321,7 +322,7 @@ func (e *Elector) run(ctx context.Context) {
 					e.log.Warn("election backend granted a term not above the previous one", "term", term, "previous", lastTerm)
 				}
 				reissued = false
-				e.wait(ctx, e.cfg.RetryInterval, &hint)
+				e.wait(ctx, e.retryWait(), &hint)
 				continue
 			}
 			reissued = true
@@ -342,7 +343,10 @@ func (e *Elector) run(ctx context.Context) {
 			if end := e.lead(ctx, sent, term); end != nil {
 				return
 			}
-			e.wait(ctx, e.cfg.RetryInterval, &hint)
+			// The leadership was lost: contend again at once. A holding Redis lost (a restart, an
+			// older snapshot) is then found by this attempt, which arms the fresh-dataset guard within
+			// a renewal interval and a call bound of the loss instead of a RetryInterval later; a link
+			// that is down fails the attempt's probe, and the wait below a failed attempt applies.
 			continue
 		}
 		// Not acquired: see who leads, and until when.
@@ -350,6 +354,19 @@ func (e *Elector) run(ctx context.Context) {
 		lctx, cancel := context.WithTimeout(ctx, e.cfg.OpTimeout)
 		info, err := e.b.Leader(lctx, e.cfg.Role)
 		cancel()
+		if err == nil && info.ID == e.cfg.InstanceID && info.Term != 0 && !undid && e.releasesAbandoned() {
+			// The backend holds a term of this instance that nothing here acts on: an acquire whose
+			// reply was lost landed after the attempt was given up, or a renewal that timed out landed
+			// after the release that followed the loss failed. Nobody else is granted the role until it
+			// expires, and this elector is refused too (a new attempt is not given an earlier holding),
+			// so release it and contend again at once instead of leaving the fleet a TTL to wait.
+			e.log.Warn("election backend holds a term of this instance that it does not lead; releasing it", "term", info.Term)
+			undid = true
+			if e.release(info.Term) {
+				continue
+			}
+		}
+		undid = false
 		if err == nil && info.ID != "" && info.ID != e.cfg.InstanceID {
 			e.observe(info.ID)
 			e.setState(Follower)
@@ -361,8 +378,18 @@ func (e *Elector) run(ctx context.Context) {
 		}
 		var d time.Duration
 		d, quick = e.nextAttempt(asked, info, err, quick)
+		if d == e.cfg.RetryInterval {
+			d = e.retryWait()
+		}
 		e.wait(ctx, d, &hint)
 	}
+}
+
+// retryWait is RetryInterval jittered down by up to a tenth (drawn from Rand, run loop only), so that
+// candidates refused together, and the leader's renewals, do not stay in phase: a standby whose
+// attempts keep the leader's rhythm would always reach a restarted server after the leader.
+func (e *Elector) retryWait() time.Duration {
+	return e.cfg.RetryInterval - time.Duration(e.cfg.Rand.Int64N(int64(e.cfg.RetryInterval/10)+1))
 }
 
 // takeoverSlack is how long after the moment the backend said the role may be granted the next attempt

@@ -3,6 +3,7 @@ package election
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -25,6 +26,8 @@ type keeper struct {
 	lost   chan struct{}           // closed when the leadership ended involuntarily
 	err    error                   // why; set before lost is closed
 
+	rng *rand.Rand // the renewal jitter, drawn from Config.Rand when the keeper starts (its goroutine only)
+
 	mu    sync.Mutex
 	until time.Time // the current local deadline
 }
@@ -39,6 +42,7 @@ func startKeeper(ctx context.Context, b Backend, cfg *Config, term uint64, sent 
 	k := &keeper{
 		b: b, cfg: cfg, term: term, ctx: ctx, cancel: cancel,
 		quit: make(chan struct{}), done: make(chan struct{}), lost: make(chan struct{}),
+		rng: rand.New(rand.NewPCG(cfg.Rand.Uint64(), cfg.Rand.Uint64())),
 	}
 	k.until = cfg.deadline(sent)
 	if cfg.OnValidUntil != nil {
@@ -79,7 +83,7 @@ func (k *keeper) run(sent time.Time) {
 	c := k.cfg.Clock
 	deadline := k.deadlineTimer(sent)
 	defer func() { deadline.Stop() }()
-	next := c.NewTimer(k.cfg.RenewInterval - c.Now().Sub(sent))
+	next := c.NewTimer(k.renewEvery() - c.Now().Sub(sent))
 	defer func() { next.Stop() }()
 	results := make(chan renewal, 1)
 	pending := false
@@ -103,7 +107,7 @@ func (k *keeper) run(sent time.Time) {
 		case <-next.C():
 			if pending {
 				// The previous renewal has not answered; the deadline timer decides.
-				next = c.NewTimer(k.cfg.RenewInterval)
+				next = c.NewTimer(k.renewEvery())
 				continue
 			}
 			pending = true
@@ -134,10 +138,16 @@ func (k *keeper) run(sent time.Time) {
 			deadline.Stop()
 			deadline = k.deadlineTimer(r.sent)
 			next.Stop()
-			next = c.NewTimer(k.cfg.RenewInterval - c.Now().Sub(r.sent))
+			next = c.NewTimer(k.renewEvery() - c.Now().Sub(r.sent))
 			k.cfg.Logger.Debug("election renewed", "role", k.cfg.Role, "instance", k.cfg.InstanceID, "term", k.term)
 		}
 	}
+}
+
+// renewEvery is RenewInterval jittered down by up to a tenth: renewing early is always safe, and the
+// leaders of several roles, and the candidates' retries, do not stay in phase.
+func (k *keeper) renewEvery() time.Duration {
+	return k.cfg.RenewInterval - time.Duration(k.rng.Int64N(int64(k.cfg.RenewInterval/10)+1))
 }
 
 func (k *keeper) end(err error) {

@@ -19,3 +19,7 @@ func (k *keeper) renewedTerm(context.Context) uint64 { return k.term }
 
 // releasesLeftover reports that a Stop after Start's context ended releases what it left held.
 func (e *Elector) releasesLeftover() bool { return true }
+
+// releasesAbandoned reports that a candidate the backend names as holder of a term it does not lead
+// releases that term and contends again at once.
+func (e *Elector) releasesAbandoned() bool { return true }

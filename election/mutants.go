@@ -49,3 +49,7 @@ func (k *keeper) renewedTerm(ctx context.Context) uint64 {
 func (e *Elector) releasesLeftover() bool {
 	return !e.without(mutation.ElectionStopAfterCancelAbandons)
 }
+
+// releasesAbandoned: election-abandoned-term-kept leaves a term of its own that it does not lead (a lost
+// acquire or renewal that landed) to expire, refused by it like everyone else until then.
+func (e *Elector) releasesAbandoned() bool { return !e.without(mutation.ElectionAbandonedTermKept) }

@@ -4,9 +4,12 @@ package election
 
 import (
 	"context"
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/tenurelabs/tenure/internal/mutation"
@@ -87,4 +90,50 @@ func TestMutantStopAfterCancelAbandons(t *testing.T) {
 	b, e := leaderThenCancelled(t, WithMutants(testConfig(t, "r", "a", 1), mutation.ElectionStopAfterCancelAbandons))
 	require.NoError(t, e.Stop(context.Background()))
 	require.True(t, b.held(), "the mutant's Stop releases nothing")
+}
+
+// attempts counts the acquire scripts a client sends.
+type attempts struct{ n atomic.Int64 }
+
+func (a *attempts) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (a *attempts) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, c redis.Cmder) error {
+		if args := c.Args(); len(args) > 1 && fmt.Sprint(args[1]) == acquireScript.Hash() {
+			a.n.Add(1)
+		}
+		return next(ctx, c)
+	}
+}
+func (a *attempts) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// The mutant leaves a term of its own that it does not lead (an acquire that landed after its caller
+// gave up) to expire: attempt after attempt is refused, and nobody leads meanwhile. The reference
+// releases it at its first refusal (TestRedisAbandonedTermReleasedAtOnce).
+func TestMutantAbandonedTermKept(t *testing.T) {
+	env := newRedisEnv(t)
+	role := uniqueRole(t)
+	const ttl = 30 * time.Second
+	counted := &attempts{}
+	env.c.AddHook(counted)
+	b := NewRedisBackend(env.c, RedisOptions{})
+	require.NoError(t, b.MarkEstablished(t.Context(), role))
+	abandoned, ok, err := b.TryAcquire(t.Context(), role, "a", ttl)
+	require.NoError(t, err)
+	require.True(t, ok)
+	cfg := testConfig(t, role, "a", 1)
+	cfg.TTL, cfg.RenewInterval = ttl, 2*time.Second
+	e, err := New(b, WithMutants(cfg, mutation.ElectionAbandonedTermKept))
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	require.NoError(t, e.Start(ctx))
+	t.Cleanup(func() { _ = e.Stop(context.Background()) })
+	before := counted.n.Load()
+	require.Eventually(t, func() bool { return counted.n.Load() >= before+3 }, ttl/2, 10*time.Millisecond, "attempts go on")
+	require.False(t, e.IsLeader())
+	info, err := b.Leader(t.Context(), role)
+	require.NoError(t, err)
+	require.Equal(t, abandoned, info.Term, "the abandoned term is still the role's")
 }

@@ -105,6 +105,9 @@ type Op struct {
 	Value string `json:"value,omitempty"`
 	// Unknown is set when no reply was seen: the operation may or may not have taken effect.
 	Unknown bool `json:"unknown,omitempty"`
+	// GaveUp is, for an operation of unknown outcome, when its caller got the failure (run time): from
+	// then on the instance knew that no reply had come. Zero when not recorded (older histories).
+	GaveUp time.Duration `json:"gave_up,omitempty"`
 	// NotReplicated is set on a write that was answered (OK) but that the WAIT sent after it in the
 	// same pipeline did not confirm: WAIT reported fewer replicas than it asked for, or failed. It is
 	// set only for the writes the system itself counts as done once WAIT confirms them (see

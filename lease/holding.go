@@ -107,7 +107,7 @@ func (m *Manager) startHoldingLocked(s *slot, endpoint string, token uint64, dea
 	m.heldCount++
 	m.emitLocked(EventAcquired, h, ReasonAcquired)
 	m.polls.Add(1)
-	if m.keepsDeadline() {
+	if m.keepsDeadline() && m.watchesDeadline() {
 		m.polls.Add(1)
 		go m.watchdog(h)
 	}

@@ -232,7 +232,7 @@ func (m *Manager) probe() {
 	octx, cancel := m.opCtx()
 	err := m.client.Ping(octx).Err()
 	cancel()
-	if err != nil {
+	if !m.probeAnswered(err) {
 		m.log.Debug("lease: redis link probe failed", "instance", m.id, "err", err)
 		return
 	}

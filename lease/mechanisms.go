@@ -41,6 +41,13 @@ func (m *Manager) timeoutConfirms(error) bool { return false }
 // watchesLink reports that a link failure stops the writes until a probe is answered.
 func (m *Manager) watchesLink() bool { return true }
 
+// watchesDeadline reports that a watchdog ends the belief at the local deadline, cancelling a poll in
+// flight.
+func (m *Manager) watchesDeadline() bool { return true }
+
+// probeAnswered reports whether a link probe that ended with err was answered.
+func (m *Manager) probeAnswered(err error) bool { return err == nil }
+
 // heartbeatLive reports whether the heartbeat loop writes: while the manager runs.
 func (m *Manager) heartbeatLive() bool { return m.state == stateRunning }
 

@@ -58,10 +58,12 @@ var (
 	acquireNoGuard       = mutantScript("acquire_no_guard")
 	acquireTokenReset    = mutantScript("acquire_token_reset")
 	acquireNotIdempotent = mutantScript("acquire_not_idempotent")
+	acquireGuardAnyRun   = mutantScript("acquire_guard_any_run")
+	acquireGuardHalfTTL  = mutantScript("acquire_guard_half_ttl")
 )
 
 func init() {
-	for _, s := range []*redis.Script{acquireNoGuard, acquireTokenReset, acquireNotIdempotent} {
+	for _, s := range []*redis.Script{acquireNoGuard, acquireTokenReset, acquireNotIdempotent, acquireGuardAnyRun, acquireGuardHalfTTL} {
 		scriptNames[s.Hash()] = "acquire"
 	}
 }
@@ -81,6 +83,10 @@ func (m *Manager) acquireWith() *redis.Script {
 		return acquireTokenReset
 	case m.without(mutation.AcquireNotIdempotent):
 		return acquireNotIdempotent
+	case m.without(mutation.GuardAnyRun):
+		return acquireGuardAnyRun
+	case m.without(mutation.GuardHalfTTL):
+		return acquireGuardHalfTTL
 	}
 	return acquireScript
 }
@@ -102,6 +108,16 @@ func (m *Manager) countsFrom(sc *scriptCall) time.Time {
 func (m *Manager) keepsDeadline() bool { return !m.without(mutation.NoDeadline) }
 func (m *Manager) failsClosed() bool   { return !m.without(mutation.NotFailClosed) }
 func (m *Manager) watchesLink() bool   { return !m.without(mutation.NoLinkHealth) }
+
+// watchesDeadline: no-watchdog ends a belief only at the poll loop's check before its next poll, so a
+// poll in flight at the deadline runs to its end.
+func (m *Manager) watchesDeadline() bool { return !m.without(mutation.NoWatchdog) }
+
+// probeAnswered: probe-unanswered-heals takes a probe that got no reply for one that did: the link is
+// healthy again at the next probe, whether or not Redis answered it.
+func (m *Manager) probeAnswered(err error) bool {
+	return err == nil || (m.without(mutation.ProbeUnansweredHeals) && linkFailure(err))
+}
 
 func (m *Manager) timeoutConfirms(err error) bool {
 	return m.without(mutation.TimeoutAsSuccess) && (errors.Is(err, context.DeadlineExceeded) || os.IsTimeout(err))

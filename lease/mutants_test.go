@@ -83,6 +83,12 @@ func TestMutantsRun(t *testing.T) {
 		mutation.PlainRendezvous:      nil,
 		mutation.AcquireNotIdempotent: sends("evalsha:" + acquireNotIdempotent.Hash()),
 		mutation.TimeoutAsSuccess:     nil,
+		mutation.GuardAnyRun:          sends("evalsha:" + acquireGuardAnyRun.Hash()),
+		mutation.GuardHalfTTL:         sends("evalsha:" + acquireGuardHalfTTL.Hash()),
+		// They differ only when the deadline passes with a poll in flight, or when the link fails
+		// (TestMutantNoWatchdog, TestMutantProbeUnansweredHeals).
+		mutation.NoWatchdog:           nil,
+		mutation.ProbeUnansweredHeals: nil,
 		// The lifecycle mutants differ only when Stop comes after Start's context ended, during Start,
 		// or while a heartbeat is due (TestMutantsOfLifecycle, and the scenarios): a plain Stop releases.
 		mutation.StopAfterCancelAbandons:  nil,
@@ -214,8 +220,8 @@ func TestMutantDeadlineArithmetic(t *testing.T) {
 // mutant are classified like the reference's.
 func TestMutantScriptsListed(t *testing.T) {
 	names := ScriptNames()
-	require.Len(t, names, 6, "three scripts and three acquire variants")
-	for _, s := range []*redis.Script{acquireNoGuard, acquireTokenReset, acquireNotIdempotent} {
+	require.Len(t, names, 8, "three scripts and five acquire variants")
+	for _, s := range []*redis.Script{acquireNoGuard, acquireTokenReset, acquireNotIdempotent, acquireGuardAnyRun, acquireGuardHalfTTL} {
 		require.Equal(t, "acquire", names[s.Hash()])
 	}
 }
@@ -223,4 +229,183 @@ func TestMutantScriptsListed(t *testing.T) {
 func TestMutantNamesAreChecked(t *testing.T) {
 	require.PanicsWithValue(t, `lease: "election-no-cancel" is not a mutant of the lease manager (see mutation.Mutants)`,
 		func() { WithMutants(DefaultConfig(), mutation.ElectionNoCancel) })
+}
+
+// cmdGate is a go-redis hook that, when set, holds every command (hang: neither sent nor failed, whatever
+// its context) or fails it at once as a lost connection would (fail).
+type cmdGate struct {
+	mu   sync.Mutex
+	mode string // "", "hang" or "fail"
+}
+
+func (g *cmdGate) set(mode string) { g.mu.Lock(); g.mode = mode; g.mu.Unlock() }
+
+func (g *cmdGate) pass() error {
+	for {
+		g.mu.Lock()
+		mode := g.mode
+		g.mu.Unlock()
+		switch mode {
+		case "fail":
+			return fmt.Errorf("gate: %w", context.DeadlineExceeded)
+		case "hang":
+			time.Sleep(5 * time.Millisecond) // a stuck socket: wait for the cmdGate, not for the caller
+			continue
+		}
+		return nil
+	}
+}
+
+func (g *cmdGate) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (g *cmdGate) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, c redis.Cmder) error {
+		if err := g.pass(); err != nil {
+			c.SetErr(err)
+			return err
+		}
+		return next(ctx, c)
+	}
+}
+func (g *cmdGate) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cs []redis.Cmder) error {
+		if err := g.pass(); err != nil {
+			for _, c := range cs {
+				c.SetErr(err)
+			}
+			return err
+		}
+		return next(ctx, cs)
+	}
+}
+
+// A guard that ignores the server's run takes an epoch key written by another run of the server (a
+// snapshot restored) as this dataset's and grants at once; one of half a TTL ends half a TTL after it
+// is armed. The reference re-arms the guard for a full TTL in both cases.
+func TestMutantGuardVariants(t *testing.T) {
+	srv := redistest.Start(t)
+	c := newClient(t, srv.Addr())
+	ctx := context.Background()
+	keys := []string{"poll:lease:x", "poll:fence:x", "poll:epoch"}
+	const ttlMs = 10000
+	restored := func() {
+		require.NoError(t, c.FlushAll(ctx).Err())
+		// An epoch whose grace ended long ago, written by another server run.
+		require.NoError(t, c.Set(ctx, "poll:epoch", "1000 0123456789abcdef", 0).Err())
+	}
+	restored()
+	n, err := acquireScript.Run(ctx, c, keys, "a:1", ttlMs).Int64()
+	require.NoError(t, err)
+	require.EqualValues(t, -1, n, "the reference re-arms the guard for another run's epoch")
+	restored()
+	n, err = acquireGuardAnyRun.Run(ctx, c, keys, "a:1", ttlMs).Int64()
+	require.NoError(t, err)
+	require.Positive(t, n, "guard-any-run grants on another run's epoch")
+
+	guardLeft := func(s *redis.Script) time.Duration {
+		require.NoError(t, c.FlushAll(ctx).Err())
+		n, err := s.Run(ctx, c, keys, "a:1", ttlMs).Int64()
+		require.NoError(t, err)
+		require.EqualValues(t, -1, n, "a fresh dataset arms the guard")
+		end, _, _ := strings.Cut(c.Get(ctx, "poll:epoch").Val(), " ")
+		var us int64
+		_, err = fmt.Sscan(end, &us)
+		require.NoError(t, err)
+		now, err := c.Time(ctx).Result()
+		require.NoError(t, err)
+		return time.UnixMicro(us).Sub(now)
+	}
+	require.InDelta(t, float64(10*time.Second), float64(guardLeft(acquireScript)), float64(time.Second))
+	require.InDelta(t, float64(5*time.Second), float64(guardLeft(acquireGuardHalfTTL)), float64(time.Second))
+}
+
+// The reference's watchdog cancels the poll in flight at the local deadline; without it a poll that
+// began before the deadline runs on (here until the test ends it) while renewals hang.
+func TestMutantNoWatchdog(t *testing.T) {
+	for _, mutant := range []bool{false, true} {
+		t.Run(fmt.Sprint("mutant=", mutant), func(t *testing.T) {
+			t.Parallel()
+			srv := redistest.Start(t)
+			c := newClient(t, srv.Addr())
+			ctx := context.Background()
+			require.NoError(t, MarkEstablished(ctx, c, "poll:"))
+			g := &cmdGate{}
+			client := newClient(t, srv.Addr())
+			client.AddHook(g)
+			cfg := testConfig()
+			cfg.Targets = StaticTargets{"x"}
+			cfg.Logger = quietLogger()
+			if mutant {
+				cfg = WithMutants(cfg, mutation.NoWatchdog)
+			}
+			var mu sync.Mutex
+			var deadline, cancelled time.Time
+			release := make(chan struct{})
+			cfg.Poll = func(pctx context.Context, p Poll) error {
+				mu.Lock()
+				deadline = p.Deadline
+				mu.Unlock()
+				select {
+				case <-pctx.Done():
+					mu.Lock()
+					cancelled = time.Now()
+					mu.Unlock()
+				case <-release:
+				}
+				return nil
+			}
+			m, err := New(client, cfg)
+			require.NoError(t, err)
+			require.NoError(t, m.Start(ctx))
+			t.Cleanup(func() { _ = m.Stop(context.Background()) })
+			t.Cleanup(func() { g.set("") })
+			t.Cleanup(func() { close(release) })
+			require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return !deadline.IsZero() }, settle, 10*time.Millisecond)
+			g.set("hang") // renewals neither answer nor fail: only the local deadline ends the belief
+			require.Eventually(t, func() bool { return len(m.Held()) == 0 }, 2*cfg.LeaseTTL, 10*time.Millisecond,
+				"the belief ends at the deadline")
+			mu.Lock()
+			defer mu.Unlock()
+			if mutant {
+				require.True(t, cancelled.IsZero(), "without a watchdog the poll in flight is not cancelled")
+				return
+			}
+			require.False(t, cancelled.IsZero(), "the watchdog cancels the poll in flight")
+		})
+	}
+}
+
+// While replies are lost the reference sends nothing but its probes until one is answered; the mutant
+// takes an unanswered probe for an answer and writes its heartbeat blind at every probe.
+func TestMutantProbeUnansweredHeals(t *testing.T) {
+	for _, mutant := range []bool{false, true} {
+		t.Run(fmt.Sprint("mutant=", mutant), func(t *testing.T) {
+			t.Parallel()
+			srv := redistest.Start(t)
+			c := newClient(t, srv.Addr())
+			ctx := context.Background()
+			require.NoError(t, MarkEstablished(ctx, c, "poll:"))
+			cfg := testConfig()
+			cfg.Targets = StaticTargets{"x"}
+			if mutant {
+				cfg = WithMutants(cfg, mutation.ProbeUnansweredHeals)
+			}
+			f := newFleet(t, srv.Addr(), cfg)
+			g := &cmdGate{}
+			l := &cmdLog{seen: map[string]int{}}
+			m := f.startAt("a", srv.Addr(), l, g)
+			t.Cleanup(func() { g.set("") })
+			require.Eventually(t, func() bool { return len(m.Held()) == 1 }, settle, 10*time.Millisecond)
+			g.set("fail")
+			require.Eventually(t, func() bool { return !m.linkHealthy() }, settle, 10*time.Millisecond)
+			l.mu.Lock()
+			l.seen = map[string]int{}
+			l.mu.Unlock()
+			require.Eventually(t, func() bool { return l.count("ping") >= 3 }, settle, 10*time.Millisecond, "probes every RenewInterval/2")
+			if mutant {
+				require.Positive(t, l.count("set")+l.count("zadd"), "heartbeats written although no probe was answered")
+				return
+			}
+			require.Zero(t, l.count("set")+l.count("zadd"), "no heartbeat until a probe is answered")
+		})
+	}
 }

@@ -185,13 +185,15 @@ type Suite struct {
 
 var suites = []Suite{
 	{Name: "ci", Description: "every scenario at a tenth of spec time, of the Sentinel ones only " + ciSentinel + ", of the cluster ones only " + ciCluster, TimeScale: 0.1, Parallel: 4,
-		Exclude: append(sentinelNotInCI(), clusterNotInCI()...)},
+		Exclude: append(append(sentinelNotInCI(), clusterNotInCI()...), explorationNames()...)},
 	{Name: "quick", Description: "a representative few at a tenth of spec time", TimeScale: 0.1, Parallel: 3,
 		Scenarios: []string{"balance-3x9", "crash-failover", "redis-partition", "gc-pause", "scale-up-2-to-3"}},
 	{Name: "full", Description: "every scenario at spec timing", TimeScale: 1, Parallel: 2},
 	{Name: "sentinel", Description: "the Sentinel scenarios at a tenth of spec time", TimeScale: 0.1, Scenarios: sentinelNames()},
 	{Name: "cluster", Description: "the Redis Cluster scenarios at a tenth of spec time", TimeScale: 0.1, Scenarios: clusterNames()},
 	{Name: "soak", Description: "the random nemesis, repeated with new seeds until --duration is spent", TimeScale: 0.1, Scenarios: []string{"random-nemesis"}},
+	{Name: "explore", Description: "the composing nemesis, for the lease manager and the Redis election, at a tenth of spec time (not in ci: for campaigns over many seeds)", TimeScale: 0.1, Parallel: 2,
+		Scenarios: explorationNames()},
 }
 
 // Suites returns every suite.

@@ -47,11 +47,14 @@ func TestSuites(t *testing.T) {
 	for _, n := range scenarios.Names() {
 		sc, err := scenarios.Get(n)
 		require.NoError(t, err)
-		if sc.Topology == "" || n == "sentinel-primary-kill" || n == "cluster-primary-kill" {
+		if (sc.Topology == "" && sc.Explore == nil) || n == "sentinel-primary-kill" || n == "cluster-primary-kill" {
 			want = append(want, n)
 		}
 	}
-	require.Equal(t, want, ci.Scenarios, "ci runs every single-node scenario, one Sentinel and one cluster scenario")
+	require.Equal(t, want, ci.Scenarios, "ci runs every single-node scenario but the composing nemesis's, one Sentinel and one cluster scenario")
+	ex, err := scenarios.GetSuite("explore")
+	require.NoError(t, err)
+	require.Equal(t, []string{"explore", "explore-election-redis"}, ex.Scenarios)
 	sen, err := scenarios.GetSuite("sentinel")
 	require.NoError(t, err)
 	require.Equal(t, []string{"sentinel-primary-kill", "sentinel-primary-isolated", "sentinel-replication-lag", "sentinel-manual-failover",
@@ -72,7 +75,7 @@ func TestSuites(t *testing.T) {
 		}
 	}
 	_, err = scenarios.GetSuite("nope")
-	require.ErrorContains(t, err, "valid suites: ci, cluster, full, quick, sentinel, soak")
+	require.ErrorContains(t, err, "valid suites: ci, cluster, explore, full, quick, sentinel, soak")
 	_, err = scenarios.Get("nope")
 	require.ErrorContains(t, err, "valid scenarios: single-instance")
 }

@@ -207,6 +207,7 @@ func (h opRecorder) record(at, end time.Duration, args []any, reply any, err err
 	if err != nil && !errors.Is(err, redis.Nil) && !isServerError(err) {
 		op.Unknown = true
 		op.Err = err.Error()
+		op.GaveUp = end
 		ev.End = history.Infinity
 	}
 	if unconfirmed && op.OK && !op.Unknown && h.confirmedByWait(op) {

@@ -46,7 +46,7 @@ func mutantCases() []mutation.Mutant {
 func TestMutantCatalogue(t *testing.T) {
 	invariants := []string{checker.InvAssumptions, checker.InvSingleHolder, checker.InvSinglePoller,
 		checker.InvStalePoll, checker.InvValidity, checker.InvLinearizable, checker.InvFailover,
-		checker.InvBalance, checker.InvFencing, checker.InvLiveness}
+		checker.InvBalance, checker.InvFencing, checker.InvLiveness, checker.InvBlindWrite}
 	seen := map[mutation.Name]bool{}
 	for _, mu := range mutation.Mutants {
 		if seen[mu.Name] {

@@ -147,3 +147,22 @@ func TestNemesisLeavesOutWhatAProcessSystemCannotRun(t *testing.T) {
 		}
 	}
 }
+
+// The composing nemesis too: no episode that stalls, and no single stall or clock change for a system
+// whose runtime ignores libfaketime.
+func TestExploreLeavesOutWhatAProcessSystemCannotRun(t *testing.T) {
+	dir := writeSystem(t, `{"name": "p", "kind": "lease", "command": ["sh"],
+		"capabilities": {"beliefs": true, "fencing": true, "faketime": false}}`)
+	ps, err := sim.LoadSystemFile(filepath.Join(dir, sim.SystemFileName))
+	require.NoError(t, err)
+	sc := sim.Scenario{Name: "n", Description: "n", Instances: 4, Endpoints: 6, Duration: 30 * time.Minute,
+		Explore: &chaos.ExploreOptions{From: time.Minute, To: 29 * time.Minute}}
+	for seed := int64(1); seed <= 20; seed++ {
+		steps, _, err := sim.Plan(sim.Options{System: ps, Scenario: sc, Seed: seed, TimeScale: 0.1})
+		require.NoError(t, err)
+		require.NotEmpty(t, steps)
+		for _, st := range steps {
+			require.NotContains(t, []string{"stall", "clock-drift"}, st.Fault.Name(), "seed %d", seed)
+		}
+	}
+}

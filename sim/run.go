@@ -9,6 +9,7 @@ import (
 	"math"
 	"math/rand"
 	"os"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -103,6 +104,9 @@ type planned struct {
 // nemesis schedules of existing seeds as they were.
 const jitterSalt = 0x6a09e667f3bcc908
 
+// exploreSalt separates the composing nemesis's random stream from the jitter's and the nemesis's.
+const exploreSalt = 0x3c6ef372fe94f82b
+
 func plan(o Options) (planned, error) {
 	var p planned
 	if o.System == nil {
@@ -143,6 +147,20 @@ func plan(o Options) (planned, error) {
 		n.Kinds = nemesisKinds(o.System, n.Kinds)
 		rng := rand.New(rand.NewSource(o.Seed))
 		more, err := chaos.Nemesis(rng, n)
+		if err != nil {
+			return p, fmt.Errorf("%w: %v", ErrOptions, err)
+		}
+		steps = append(steps, more...)
+	}
+	if sc.Explore != nil {
+		n := *sc.Explore
+		n.Instances, n.Endpoints = sc.Instances, sc.Endpoints
+		n.CallBound, n.DriftBound = spec.OpTimeout, spec.DriftBound
+		if n.TTL == 0 {
+			n.TTL = spec.LeaseTTL
+		}
+		n.Episodes, n.Singles = exploreKinds(o.System, n.Episodes, n.Singles)
+		more, err := chaos.Explore(rand.New(rand.NewSource(o.Seed^exploreSalt)), n)
 		if err != nil {
 			return p, fmt.Errorf("%w: %v", ErrOptions, err)
 		}
@@ -380,4 +398,25 @@ func nemesisKinds(sys System, kinds []string) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// exploreKinds is the composing nemesis's episodes and single faults (all of them when none are named)
+// less those the system cannot be put through: a process system cannot be stalled (nemesisKinds says
+// which single faults it can take).
+func exploreKinds(sys System, episodes, singles []string) ([]string, []string) {
+	_, ok := sys.(*ProcessSystem)
+	if !ok {
+		return episodes, singles
+	}
+	if len(episodes) == 0 {
+		episodes = chaos.ExploreEpisodes
+	}
+	var out []string
+	for _, e := range episodes {
+		if strings.Contains(e, "stall") {
+			continue
+		}
+		out = append(out, e)
+	}
+	return out, nemesisKinds(sys, singles)
 }

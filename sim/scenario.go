@@ -28,6 +28,10 @@ type Scenario struct {
 	Steps chaos.Schedule
 	// Nemesis, when set, adds a random schedule drawn from the seed between its From and To.
 	Nemesis *chaos.NemesisOptions
+	// Explore, when set, adds a composing schedule (chaos.Explore) drawn from the seed between its From
+	// and To: episodes of overlapping faults of different classes. The fleet size, the endpoints, the
+	// call bound and the drift bound come from the scenario and its timing.
+	Explore *chaos.ExploreOptions
 	// Steady lists the windows in which the fleet should be settled (balance, liveness).
 	Steady []history.Window
 	// ExpectBalance asks the checker for ±1 balance in the steady windows.

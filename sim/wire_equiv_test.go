@@ -120,6 +120,7 @@ func normalised(t *testing.T, evs []history.Event) []string {
 		op := *e.Op
 		if op.Unknown {
 			op.Err = "(no reply)"
+			op.GaveUp = 0
 		}
 		e.Op = &op
 		b, err := json.Marshal(e)

@@ -60,7 +60,7 @@ type campaignFlags struct {
 }
 
 func (f *campaignFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.run.suite, "suite", "", "run the scenarios of a suite: ci, quick, full, sentinel, cluster")
+	fs.StringVar(&f.run.suite, "suite", "", "run the scenarios of a suite: ci, quick, full, sentinel, cluster, explore")
 	var common flag.FlagSet
 	f.run.registerCommon(&common)
 	common.VisitAll(func(fl *flag.Flag) {

@@ -53,6 +53,7 @@ var cellWords = map[string]string{
 	checker.InvBalance:      "imbalance",
 	checker.InvFencing:      "token-regress",
 	checker.InvLiveness:     "stuck",
+	checker.InvBlindWrite:   "blind-write",
 	checker.InvAssumptions:  "assumptions",
 }
 
@@ -297,7 +298,14 @@ func planMatrix(f *matrixFlags) ([]matrixCell, []job, string, error) {
 			return nil, nil, "", err
 		}
 	}
-	scenarioNames := scenarios.Names()
+	var scenarioNames []string
+	for _, n := range scenarios.Names() {
+		// The composing nemesis's scenarios are for campaigns over many seeds, not for a comparison
+		// on fixed ones; --scenarios names them to run them anyway.
+		if sc, _ := scenarios.Get(n); sc.Explore == nil {
+			scenarioNames = append(scenarioNames, n)
+		}
+	}
 	if f.scenarios != "" {
 		var err error
 		if scenarioNames, err = splitList("--scenarios", f.scenarios, checkScenarioName); err != nil {

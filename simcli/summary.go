@@ -35,7 +35,7 @@ type summaryRow struct {
 }
 
 var invariantOrder = []string{checker.InvSingleHolder, checker.InvSinglePoller, checker.InvStalePoll, checker.InvValidity,
-	checker.InvLinearizable, checker.InvFailover, checker.InvBalance, checker.InvFencing, checker.InvLiveness}
+	checker.InvLinearizable, checker.InvFailover, checker.InvBalance, checker.InvFencing, checker.InvLiveness, checker.InvBlindWrite}
 
 func newSummaryRow(m history.Meta, rep checker.Report, passed bool) summaryRow {
 	row := summaryRow{scenario: m.Scenario, passed: passed, outcomes: map[string]checker.Outcome{}, duration: m.Duration,

@@ -53,6 +53,7 @@ const (
 	balance         = "balance"
 	fencing         = "fencing"
 	liveness        = "liveness"
+	blindWrite      = "blind-write"
 )
 
 // Mutants is the catalogue: every mutant, in the order docs/mutants.md lists them. Adding a mutant is
@@ -130,7 +131,7 @@ var Mutants = []Mutant{
 	// Requests keep landing while replies are lost for longer than the failover bound: a holder that
 	// goes on writing blind keeps its leases alive in Redis although it polls nothing.
 	{Name: NoLinkHealth, Of: Lease, Removes: "blind writes go on while no replies come back",
-		Scenarios: []string{"one-way-partition"}, CaughtBy: []string{failover, liveness}},
+		Scenarios: []string{"one-way-partition"}, CaughtBy: []string{failover, liveness, blindWrite}},
 	// Endpoints change hands at ten joins (and sixteen of twenty as eight instances join at once), many
 	// with a poll in flight.
 	{Name: ReleaseBeforePoll, Of: Lease, Removes: "a handoff releases without waiting for the in-flight poll",
@@ -157,6 +158,38 @@ var Mutants = []Mutant{
 	// The elector stopped the same way releases nothing either: a standby leads a TTL later.
 	{Name: ElectionStopAfterCancelAbandons, Of: Election, Removes: "the elector's Stop after Start's context ended releases nothing",
 		Scenarios: []string{"election-signal-stop-redis"}, CaughtBy: []string{failover}},
+
+	// Found by the composing nemesis. An acquire held on the wire past its call bound lands after its
+	// sender gave up (or a renewal lands after the release that followed its loss failed): the key
+	// names a candidate that does not lead, and a new attempt of that candidate is refused like
+	// everyone else's. The mutant leaves that term to expire, so the role has no leader for a TTL after
+	// the write landed; the reference releases it when Leader names it, and contends again at once.
+	// A snapshot taken 30 s before Redis is killed is loaded as it restarts, while the holder of ep-0
+	// is stalled: every lease key of the snapshot has expired, the epoch key has not (it has no TTL),
+	// and the holder believes until its local deadline, up to 28.7 s after its last renewal, the
+	// instant before the stall. The guard is armed by the new server's run ID; the mutant takes the
+	// restored epoch as this dataset's and grants the holder's endpoints to the others at their next
+	// pass, inside the holder's belief.
+	{Name: GuardAnyRun, Of: Lease, Removes: "the fresh-dataset guard ignores the server's run ID: a restored epoch key counts",
+		Scenarios: []string{"redis-snapshot-holder-stalled"}, CaughtBy: []string{singleHolder, singlePoller}},
+	// The same restore: the guard armed by the first acquire after it (at most half a second in) ends
+	// a TTL later in the reference, 15 s later in the mutant, while the stalled holder believes for at
+	// least 18.7 s after the restore.
+	{Name: GuardHalfTTL, Of: Lease, Removes: "the fresh-dataset guard lasts half a TTL",
+		Scenarios: []string{"redis-snapshot-holder-stalled"}, CaughtBy: []string{singleHolder, singlePoller}},
+	// Polls of 4 s every 5 s, a holder stalled past its deadline: the reference's watchdog cancels the
+	// poll in flight at the deadline, one safety margin inside the validity bound; the mutant's poll
+	// runs on up to 4 s past it. (With polls of 1 s, the safety margin, the late end is hidden.)
+	{Name: NoWatchdog, Of: Lease, Removes: "no watchdog: a belief ends at the poll loop's next check, a poll in flight runs on",
+		Scenarios: []string{"stall-long-polls"}, CaughtBy: []string{validity, singlePoller}},
+	// Replies are lost under a one-way partition: the mutant's probe gets no reply and counts as
+	// answered, so it writes its heartbeat blind every probe interval (RenewInterval/2); the heartbeat
+	// lands and keeps the instance in the fleet, which leaves it its endpoints while it renews none.
+	{Name: ProbeUnansweredHeals, Of: Lease, Removes: "a link probe that got no reply counts as answered",
+		Scenarios: []string{"one-way-partition"}, CaughtBy: []string{blindWrite, failover, liveness}},
+
+	{Name: ElectionAbandonedTermKept, Of: Election, Removes: "a term of its own it does not lead (a lost acquire that landed) is left to expire",
+		Scenarios: []string{"election-late-acquire-redis"}, CaughtBy: []string{failover, liveness}},
 }
 
 // beliefs are the invariants that catch a belief outliving its lease.
@@ -179,6 +212,10 @@ const (
 	PlainRendezvous      Name = "plain-rendezvous"
 	AcquireNotIdempotent Name = "acquire-not-idempotent"
 	TimeoutAsSuccess     Name = "timeout-as-success"
+	GuardAnyRun          Name = "guard-any-run"
+	GuardHalfTTL         Name = "guard-half-ttl"
+	NoWatchdog           Name = "no-watchdog"
+	ProbeUnansweredHeals Name = "probe-unanswered-heals"
 
 	StopAfterCancelAbandons  Name = "stop-after-cancel-abandons"
 	StopHeartbeatRewrite     Name = "stop-heartbeat-rewrite"
@@ -191,4 +228,6 @@ const (
 	ElectionNoCancel      Name = "election-no-cancel"
 
 	ElectionStopAfterCancelAbandons Name = "election-stop-after-cancel-abandons"
+
+	ElectionAbandonedTermKept Name = "election-abandoned-term-kept"
 )

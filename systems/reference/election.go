@@ -138,6 +138,15 @@ func (in *electionInstance) Start(ctx context.Context) error {
 		cfg.OpTimeout = c.Timing.OpTimeout
 		cfg.Clock = c.Clock
 		cfg.Rand = rand.New(rand.NewPCG(uint64(c.Seed), uint64(len(electors))))
+		// The leader acts every poll interval, jittered down by up to a tenth from the run's seed, so
+		// that its actions do not keep the phase of its renewals or of another role's leader.
+		var jmu sync.Mutex
+		jrng := rand.New(rand.NewPCG(uint64(c.Seed)^0x5bd1e995, uint64(len(electors))))
+		every := func() time.Duration {
+			jmu.Lock()
+			defer jmu.Unlock()
+			return c.Timing.PollInterval - time.Duration(jrng.Int64N(int64(c.Timing.PollInterval/10)+1))
+		}
 		cfg.Logger = c.Logger
 		cfg.OnValidUntil = func(term uint64, until time.Time) { in.valid(role, term, until) }
 		cfg.OnStartedLeading = func(lctx context.Context, term uint64) {
@@ -148,7 +157,7 @@ func (in *electionInstance) Start(ctx context.Context) error {
 			defer stop()
 			for lctx.Err() == nil {
 				_ = c.Poll(lctx, role, term)
-				t := c.Clock.NewTimer(c.Timing.PollInterval)
+				t := c.Clock.NewTimer(every())
 				select {
 				case <-t.C():
 				case <-lctx.Done():

@@ -54,5 +54,5 @@ func TestMutantScriptsAreClassified(t *testing.T) {
 		require.Equal(t, "a:1", op.Owner)
 		require.True(t, op.OK)
 	}
-	require.Equal(t, 4, acquires, "the reference's acquire and its three variants")
+	require.Equal(t, 6, acquires, "the reference's acquire and its five variants")
 }
