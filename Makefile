@@ -6,7 +6,7 @@ CI_REDIS  ?= server
 # A pinned seed keeps the gate reproducible; the soak suite explores other seeds.
 CI_SEED   ?= 1
 
-.PHONY: run test unit mutants suite campaign bench lint build clean
+.PHONY: run test setup unit mutants suite campaign bench lint build clean
 
 build:
 	$(GO) build -o $(SIMRUN) ./cmd/simrun
@@ -16,11 +16,17 @@ build:
 ##      1 min 8 s and 2 min 37 s measured) on the default backend
 ##      (a private redis-server when installed, else the embedded one)
 run: build
+	@bash .ci/setup run
 	$(SIMRUN) run --suite quick --redis auto
 
 ## test: vet, every package's tests, the mutants' tests, then the whole ci suite against a real
 ##       redis-server
-test: lint unit mutants suite
+test: setup lint unit mutants suite
+
+## setup: install what the tests need when it is missing (redis-server, chromium, the PostgreSQL client,
+##        libfaketime, python3-redis, Node and the examples' packages; .ci/setup)
+setup:
+	@bash .ci/setup
 
 # Most tests wait (on timers, on a Redis, on a fleet taking over), so they run in parallel: up to
 # UNIT_PARALLEL at once within a package (go test's default is one per CPU).
