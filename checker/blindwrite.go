@@ -36,11 +36,19 @@ import (
 // Its verdict rests on timeouts (no reply to the lost call, none to the write), which a starved harness
 // or Redis causes as well as a dead link: a blind write that coincided with harness lag above
 // LagThreshold is inconclusive (judgeLag), as a timing verdict is.
+// blindWriteSchema is the first history schema that records Op.GaveUp.
+const blindWriteSchema = 3
+
 func checkBlindWrites(idx *index, opts Options) Result {
 	t, ok := timingOf(idx.meta)
 	switch {
 	case !ok || t.OpTimeout <= 0:
 		return Result{Invariant: InvBlindWrite, Outcome: Skipped, Message: "no call bound was recorded (an older history): nothing to judge blind writes by"}
+	case idx.meta.Schema > 0 && idx.meta.Schema < blindWriteSchema:
+		// Without Op.GaveUp the moment a caller learned of a lost call is a guess: calls with a longer
+		// bound than OpTimeout (a discovery round's) would be taken as given up too early.
+		return Result{Invariant: InvBlindWrite, Outcome: Skipped, Message: fmt.Sprintf(
+			"an older history (schema %d) records no give-up times: nothing to judge blind writes by", idx.meta.Schema)}
 	case idx.meta.Assumptions.Topology != "" && idx.meta.Assumptions.Topology != "single":
 		return Result{Invariant: InvBlindWrite, Outcome: Skipped, Message: fmt.Sprintf("the backend is %s: a link is judged per node there", idx.meta.Assumptions.Topology)}
 	}

@@ -18,7 +18,9 @@ import (
 //
 // Versions: 1, the first; 2 adds Meta.Lag, the harness's own scheduling lag through the run, which the
 // checker weighs timing verdicts against. A version 1 history has no lag data and is judged as it was.
-const SchemaVersion = 2
+// 3 adds Op.GaveUp, when the caller of an operation without a reply got its failure, by which the
+// checker judges blind writes; an older history has no blind-write verdict (skipped).
+const SchemaVersion = 3
 
 // Kind names what an Event records.
 type Kind string

@@ -56,5 +56,5 @@ func TestWindowContains(t *testing.T) {
 	require.False(t, w.Contains(2*time.Second+1))
 	var buf bytes.Buffer
 	require.NoError(t, history.Write(&buf, history.History{}))
-	require.Contains(t, buf.String(), `"schema":2`)
+	require.Contains(t, buf.String(), `"schema":3`)
 }
