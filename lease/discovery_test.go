@@ -143,23 +143,10 @@ func (s *scanCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 func TestFleetScansOnlyWhenNeeded(t *testing.T) {
 	t.Parallel()
 	mr := miniredis.RunT(t)
-	c := newClient(t, mr.Addr())
+	p := newFleetProbe(t, mr.Addr())
+	c, clk, m, ctx, beat, cfg := p.c, p.clk, p.m, p.ctx, p.beat, p.m.cfg
 	scans := &scanCounter{}
 	c.AddHook(scans)
-	clk := &handClock{now: time.Unix(1000, 0)}
-	cfg := testConfig()
-	cfg.InstanceID, cfg.Clock, cfg.Logger = "self", clk, quietLogger()
-	cfg.Targets = StaticTargets{"x"}
-	cfg.Poll = func(context.Context, Poll) error { return nil }
-	m, err := New(c, cfg)
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	m.runCtx = ctx
-	beat := func(id string) {
-		require.NoError(t, c.Set(ctx, "poll:node:"+id, "1", time.Hour).Err())
-		require.NoError(t, c.ZAdd(ctx, "poll:nodes", redis.Z{Score: float64(clk.Now().Add(time.Hour).UnixMilli()), Member: id}).Err())
-	}
 	for _, id := range []string{"self", "a", "b", "c"} {
 		beat(id)
 	}
@@ -346,21 +333,8 @@ func TestAnnouncementWindowGrowsInABurst(t *testing.T) {
 func TestScanRoundThatFindsTheFleetGoneKeepsScanning(t *testing.T) {
 	t.Parallel()
 	mr := miniredis.RunT(t)
-	c := newClient(t, mr.Addr())
-	clk := &handClock{now: time.Unix(1000, 0)}
-	cfg := testConfig()
-	cfg.InstanceID, cfg.Clock, cfg.Logger = "self", clk, quietLogger()
-	cfg.Targets = StaticTargets{"x"}
-	cfg.Poll = func(context.Context, Poll) error { return nil }
-	m, err := New(c, cfg)
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	m.runCtx = ctx
-	beat := func(id string) {
-		require.NoError(t, c.Set(ctx, "poll:node:"+id, "1", time.Hour).Err())
-		require.NoError(t, c.ZAdd(ctx, "poll:nodes", redis.Z{Score: float64(clk.Now().Add(time.Hour).UnixMilli()), Member: id}).Err())
-	}
+	p := newFleetProbe(t, mr.Addr())
+	clk, m, ctx, beat, cfg := p.clk, p.m, p.ctx, p.beat, p.m.cfg
 	round := func() []string {
 		t.Helper()
 		others, _, err := m.fleet(ctx, false)
@@ -385,4 +359,34 @@ func TestScanRoundThatFindsTheFleetGoneKeepsScanning(t *testing.T) {
 
 	beat("b")
 	require.Equal(t, []string{"a", "b"}, round(), "b is found by the next round")
+}
+
+// fleetProbe is a manager "self" whose discovery rounds a test runs by hand (m.fleet), on a hand clock,
+// with beat writing an instance's heartbeat and registry entry as a heartbeat would.
+type fleetProbe struct {
+	c    *redis.Client
+	clk  *handClock
+	m    *Manager
+	ctx  context.Context
+	beat func(id string)
+}
+
+func newFleetProbe(t *testing.T, addr string) fleetProbe {
+	t.Helper()
+	c := newClient(t, addr)
+	clk := &handClock{now: time.Unix(1000, 0)}
+	cfg := testConfig()
+	cfg.InstanceID, cfg.Clock, cfg.Logger = "self", clk, quietLogger()
+	cfg.Targets = StaticTargets{"x"}
+	cfg.Poll = func(context.Context, Poll) error { return nil }
+	m, err := New(c, cfg)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	m.runCtx = ctx
+	beat := func(id string) {
+		require.NoError(t, c.Set(ctx, "poll:node:"+id, "1", time.Hour).Err())
+		require.NoError(t, c.ZAdd(ctx, "poll:nodes", redis.Z{Score: float64(clk.Now().Add(time.Hour).UnixMilli()), Member: id}).Err())
+	}
+	return fleetProbe{c: c, clk: clk, m: m, ctx: ctx, beat: beat}
 }
