@@ -22,8 +22,9 @@ import (
 //     takes it lands after its sender gave up;
 //   - late-renewal: the holder's requests are held past its call bound (its renewals land after it
 //     gave up on them), and the instance that took the endpoint over crashes while they land;
-//   - late-replies-then-stall: an instance's replies come late (inside the call bound), then its calls
-//     hang: only a deadline counted from the request ends its beliefs in time;
+//   - late-replies-then-stall: an instance's replies come late (inside the call bound on an open
+//     connection; a call that opens one waits for its set-up's replies too, and may run out), then its
+//     calls hang: only a deadline counted from the request ends its beliefs in time;
 //   - crash-during-handoff: an instance stops gracefully and another crashes while the endpoints move;
 //   - crash-after-join: an instance joins and the instance it takes endpoints from, or the newcomer,
 //     crashes within a poll of the join;

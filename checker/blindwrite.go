@@ -173,7 +173,7 @@ func (idx *index) heldWindows(grace time.Duration) map[string][]history.Window {
 			// A link slowed within the call bound (latency, replies or requests held less than it)
 			// still answers: a call may time out behind its slowed neighbours while the probe that
 			// showed the link alive (a PING, not recorded) was answered.
-			if Classify(f.Fault, idx.meta) != ClassSlow {
+			if !answered(f.Fault, idx.meta) {
 				continue
 			}
 		}

@@ -30,7 +30,9 @@ import (
 //	silent        partition, stall, pause (from when it        start + DeadPeer (the TTL for a key that
 //	              took hold), requests held ≥ TTL               expires)
 //	blind         one-way partition, replies held past the     start + blind + TTL (+ the hold, for
-//	              call bound, requests held < TTL              requests that land late)
+//	              call bound, requests held < TTL (a hold       requests that land late)
+//	              counts past it when a fresh connection's
+//	              set-up and call, callTrips × the hold, do)
 //	handoff       graceful stop (with or without a signal)     start + PollDuration
 //	backend-down  outage of the whole fleet, redis-pause,      max(start + TTL, end + notice)
 //	              restart from an append-only file
@@ -158,14 +160,14 @@ func Classify(f *history.Fault, m history.Meta) FaultClass {
 	case name == "slow-requests":
 		d := paramDur(f, "delay")
 		switch {
-		case f.Params["match"] != "" || d < t.OpTimeout:
+		case f.Params["match"] != "" || d*callTrips(t) < t.OpTimeout:
 			return ClassSlow
 		case d >= m.LeaseTTL:
 			return ClassSilent
 		}
 		return ClassBlind
 	case name == "slow-replies":
-		if paramDur(f, "delay") < t.OpTimeout {
+		if paramDur(f, "delay")*callTrips(t) < t.OpTimeout {
 			return ClassSlow
 		}
 		return ClassBlind
@@ -174,6 +176,29 @@ func Classify(f *history.Fault, m history.Meta) FaultClass {
 		return ClassGone
 	}
 	return ClassNone
+}
+
+// callTrips is how many trips a hold of every request or every reply delays one call by, at most: a
+// call that opens a fresh connection waits for the connection's set-up replies first, one after
+// another (history.Timing.HandshakeReplies), then for its own. A hold of d fails such a call when
+// callTrips × d reaches the call bound, although a call on an open connection gets its reply d late:
+// the holder loses its calls as under a lost reply, and the fault is blind, not slow.
+func callTrips(t history.Timing) time.Duration { return time.Duration(1 + max(t.HandshakeReplies, 0)) }
+
+// answered reports whether calls on an open connection are still answered within their bound under
+// fault f (a hold or a latency shorter than the bound), even if its class is blind because a call on a
+// fresh connection is not.
+func answered(f *history.Fault, m history.Meta) bool {
+	t, _ := timingOf(m)
+	switch strings.ToLower(f.Name) {
+	case "latency":
+		return true
+	case "slow-requests":
+		return f.Params["match"] != "" || paramDur(f, "delay") < t.OpTimeout
+	case "slow-replies":
+		return paramDur(f, "delay") < t.OpTimeout
+	}
+	return false
 }
 
 // paramDur reads a duration parameter ("1500ms", "2s"); zero when absent or unreadable.

@@ -39,6 +39,19 @@ func (idx *index) composed(fe *history.Event, first Deadline, ep string, to *his
 func (idx *index) extended(d Deadline, ep string, since, stop time.Duration, taker string, skip *history.Event) Deadline {
 	var slots map[string][]int
 	used := map[*history.Event]bool{skip: true}
+	// lost are the instances that held ep in good standing when a fault that silenced or blinded them
+	// began (the first fault's targets included): such an instance loses its standing to that fault, not
+	// on its own, and stays ep's holder of record (see holderOfRecord) until it releases ep or another
+	// instance takes it. A later fault on it hinders ep too (a blinded holder that lost its lease and,
+	// about to take it again, is stalled: the fleet leaves ep to it until its heartbeat runs out).
+	lost := map[string]bool{}
+	if skip != nil {
+		if c := Classify(skip.Fault, idx.meta); c == ClassSilent || c == ClassBlind {
+			for _, t := range skip.Fault.Targets {
+				lost[t] = true
+			}
+		}
+	}
 	for changed := true; changed; {
 		changed = false
 		for _, g := range idx.faults {
@@ -70,12 +83,22 @@ func (idx *index) extended(d Deadline, ep string, since, stop time.Duration, tak
 				// Standing is judged when the fault took hold (a pause: at the target's next poll).
 				at := max(g.At, gd.From)
 				for _, t := range g.Fault.Targets {
-					hinders = hinders || idx.heldInStanding(ep, t, at) || (gd.Class == ClassSlow && t == taker)
+					standing := idx.heldInStanding(ep, t, at)
+					hinders = hinders || standing || (gd.Class == ClassSlow && t == taker)
+					if !standing && lost[t] && gd.Class != ClassSlow && idx.holderOfRecord(ep, t, at) {
+						hinders = true
+						gd.Why += fmt.Sprintf(" (its target lost its standing on %s to an earlier fault and was still its holder of record)", ep)
+					}
+					if standing && (gd.Class == ClassSilent || gd.Class == ClassBlind) {
+						lost[t] = true
+					}
 				}
-				// A handoff that begins after a member of the fleet was removed unseen (a crash) may hand
-				// endpoints to that member: the fleet counts it live until its heartbeat runs out, as
-				// it counts on its leases, so those endpoints wait for the crash's own deadline.
-				hinders = hinders || (d.Class == ClassHandoff && gd.Class == ClassGone && g.Fault.Removes && g.At <= since)
+				// A handoff while a member of the fleet is removed unseen (a crash before the stop, or
+				// one after it that comes before the endpoint was taken) may hand endpoints to that
+				// member: the fleet counts it live until its heartbeat runs out, as it counts on its
+				// leases, so those endpoints wait for the crash's own deadline. A crash after the
+				// takeover, or after the handoff's deadline, is skipped above.
+				hinders = hinders || (d.Class == ClassHandoff && gd.Class == ClassGone && g.Fault.Removes)
 				if !hinders {
 					if lw, ok := idx.blindTaker(g, gd, taker); ok {
 						hinders, gd = true, lw
@@ -167,6 +190,29 @@ func (idx *index) cadence() time.Duration {
 		pd = idx.meta.Timing.PollDuration
 	}
 	return idx.meta.PollInterval + pd + FailoverTolerance
+}
+
+// holderOfRecord reports whether instance in is the last that may hold ep in the backend at t: the last
+// acquire or renewal of ep before t that was granted or got no reply is its own, and no release of its
+// own was confirmed since.
+func (idx *index) holderOfRecord(ep, in string, t time.Duration) bool {
+	holder := ""
+	for _, e := range idx.opsOf(ep) {
+		if e.At > t {
+			break
+		}
+		switch e.Op.Kind {
+		case history.OpAcquire, history.OpRenew:
+			if e.Op.OK || e.Op.Unknown || e.End == history.Infinity {
+				holder = e.Instance
+			}
+		case history.OpRelease:
+			if e.Op.OK && e.Instance == holder && e.End <= t {
+				holder = ""
+			}
+		}
+	}
+	return holder == in
 }
 
 // heldInStanding reports whether instance in held endpoint ep at t and was keeping its cadence: its

@@ -64,7 +64,11 @@ func checkFailover(idx *index, opts Options) (Result, []Failover) {
 		var first Deadline
 		if tabled {
 			d, ok := idx.deadline(fe)
-			if !ok || !owesTakeover(d.Class) || len(f.Targets) == 0 {
+			// A hold that is blind only for a call that opens a connection (callTrips) may cost its
+			// target the lease, or not: calls on its open connections are answered. It owes no takeover
+			// of its own; where the holder did lose the endpoint, liveness judges the gap against its
+			// deadline.
+			if !ok || !owesTakeover(d.Class) || len(f.Targets) == 0 || (d.Class == ClassBlind && answered(f, idx.meta)) {
 				continue
 			}
 			first = d

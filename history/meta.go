@@ -131,4 +131,9 @@ type Timing struct {
 	// PostgreSQL election's idle-session and keepalive timeouts plus its retry interval). Zero means
 	// the lease TTL: a key that expires.
 	DeadPeer time.Duration `json:"dead_peer,omitempty"`
+	// HandshakeReplies is how many replies a fresh connection's set-up waits for, one after another,
+	// before its first command is sent (go-redis v9: HELLO, then CLIENT SETINFO pipelined: 2). A call
+	// that has to open a connection waits for HandshakeReplies + 1 replies, so a delay on every reply
+	// costs it that many times over. Zero in histories recorded before it was recorded.
+	HandshakeReplies int `json:"handshake_replies,omitempty"`
 }

@@ -347,9 +347,12 @@ func (s *stagedRun) collect(out scheduled) history.History {
 // dead-peer bound when it declares one (DeadPeerBounder).
 func metaTiming(sys System, t Timing) *history.Timing {
 	mt := &history.Timing{RenewInterval: t.RenewInterval, HeartbeatInterval: t.HeartbeatInterval,
-		OpTimeout: t.OpTimeout, PollDuration: t.PollDuration}
+		OpTimeout: t.OpTimeout, PollDuration: t.PollDuration, HandshakeReplies: DefaultHandshakeReplies}
 	if d, ok := sys.(DeadPeerBounder); ok {
 		mt.DeadPeer = d.DeadPeerBound(t)
+	}
+	if h, ok := sys.(HandshakeReplier); ok {
+		mt.HandshakeReplies = h.HandshakeReplies()
 	}
 	return mt
 }

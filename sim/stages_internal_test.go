@@ -33,3 +33,16 @@ func TestTeardownClosesLastFirstAndRoutesErrors(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"namespace left", "backend would not stop"}, res.CleanupErrors)
 }
+
+type handshakeless struct{ System }
+
+func (handshakeless) HandshakeReplies() int { return 0 }
+
+// The history records how many set-up replies a fresh connection waits for, which the bound table
+// multiplies a hold by: the harness's own go-redis clients' two, unless the system says otherwise.
+func TestHistoryRecordsTheConnectionSetUp(t *testing.T) {
+	t.Parallel()
+	tm := SpecTiming()
+	require.Equal(t, DefaultHandshakeReplies, metaTiming(nil, tm).HandshakeReplies)
+	require.Equal(t, 0, metaTiming(handshakeless{}, tm).HandshakeReplies)
+}
