@@ -19,9 +19,15 @@ run: build
 	@bash .ci/setup run
 	$(SIMRUN) run --suite quick --redis auto
 
-## test: vet, every package's tests, the mutants' tests, then the whole ci suite against a real
-##       redis-server
-test: setup lint unit mutants suite
+## test: gofmt and vet; then, side by side, every package's tests, the mutants' tests and the whole ci
+##       suite against a real redis-server
+# The three test stages spend nearly all their time waiting (on timers, on a Redis, on a fleet taking
+# over: together they use well under one core), so they run at once; each stage's output is printed
+# whole when it ends, and the target fails if any of them does. TEST_JOBS=1 runs them one after another.
+TEST_JOBS ?= 3
+test: setup lint build
+	@echo "make test: unit, mutants and suite run side by side; each prints its output when it ends"
+	@$(MAKE) --no-print-directory -j $(TEST_JOBS) --output-sync=target unit mutants suite
 
 ## setup: install what the tests need when it is missing (redis-server, chromium, the PostgreSQL client,
 ##        libfaketime, python3-redis, Node and the examples' packages; .ci/setup)
@@ -30,9 +36,11 @@ setup:
 
 # Most tests wait (on timers, on a Redis, on a fleet taking over), so they run in parallel: up to
 # UNIT_PARALLEL at once within a package (go test's default is one per CPU).
+# UNIT_PACKAGES test binaries run at once (go test's default is one per CPU).
 UNIT_PARALLEL ?= 4
+UNIT_PACKAGES ?= 4
 unit:
-	$(GO) test -count=1 -timeout 12m -parallel $(UNIT_PARALLEL) ./...
+	$(GO) test -count=1 -timeout 12m -p $(UNIT_PACKAGES) -parallel $(UNIT_PARALLEL) ./...
 
 ## mutants: the checker-power tests (docs/mutants.md), built with the tag that adds the mutants; every
 ##          test of a tagged file is named TestMutant...

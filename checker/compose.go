@@ -111,6 +111,13 @@ func (idx *index) extended(d Deadline, ep string, since, stop time.Duration, tak
 				continue
 			}
 			used[g], changed = true, true
+			if gd.Class == ClassBlind && answered(g.Fault, idx.meta) {
+				// A hold that is blind only for a call that opens a connection still delays the calls on
+				// the open ones, as a slow fault does; it may also cost the lease, as a blind one does.
+				delay := paramDur(g.Fault, "delay")
+				d.At += delay
+				d.Why += fmt.Sprintf("; %s %s: what it holds arrives %v late, adds %v", g.Fault.ID, g.Fault.Name, round(delay), round(delay))
+			}
 			if gd.Class == ClassSlow {
 				d.At += gd.Delay
 				d.Why += fmt.Sprintf("; %s %s adds %v", g.Fault.ID, gd.Why, round(gd.Delay))
