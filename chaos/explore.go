@@ -162,11 +162,15 @@ func (x *explorer) episode(name string, at time.Duration) (Schedule, int) {
 			// than a TTL, so that no lease of the snapshot is still alive when it is loaded (the
 			// checker models a restore as a loss of every lease: a shorter step would bring some back),
 			// while the epoch key, which has no TTL, comes back; the holder is blocked across the load.
+			// It is blocked shortly before the load (a twentieth to a sixth of a TTL), so that its
+			// belief, from a renewal at most a renewal interval before, lasts past the load by half a
+			// TTL or more: the window in which a guard shorter than a TTL, or one that ignores the
+			// server's run, grants its endpoints to another while it still believes.
 			span := ttl + x.between(ttl/30, ttl/3)
 			load := at + span
 			return Schedule{
 				{At: at, For: span, Fault: RedisRestartFromSnapshot{}},
-				{At: load - x.between(ttl/20, hold/2), For: hold, Fault: x.blocked(how, of, slot)},
+				{At: load - x.between(ttl/20, ttl/6), For: hold, Fault: x.blocked(how, of, slot)},
 			}, live
 		}
 		// The backend fault begins while the holder is blocked, early enough that its writes could
