@@ -76,6 +76,12 @@ func (l *pollLog) pollFunc(instance string) PollFunc { return l.pollFor(instance
 func (l *pollLog) pollFor(instance string, dur func(endpoint string) time.Duration) PollFunc {
 	return func(ctx context.Context, p Poll) error {
 		start := time.Now()
+		if ctx.Err() != nil {
+			// A call made with a context already done never leaves the caller (a crash cancels the
+			// holding's context, and a poll loop past its check may still call): it reaches no
+			// endpoint, and is not recorded as a poll.
+			return ctx.Err()
+		}
 		d := l.dur
 		if dur != nil {
 			d = dur(p.Endpoint)
