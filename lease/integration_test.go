@@ -92,8 +92,13 @@ func TestCrashTakeover(t *testing.T) {
 		f.start(id)
 	}
 	require.Eventually(t, func() bool { return f.settled(eps, 3, 3) }, settle, 20*time.Millisecond)
-	victim := f.members["c"].m.Held()
+	cm := f.members["c"].m
+	victim := cm.Held()
 	f.crash("c")
+	// The end of the start context reaches the manager asynchronously (context.AfterFunc): the crash
+	// has taken effect once it holds nothing; a poll loop past its check then calls Poll with a
+	// context already done, which reaches no endpoint (pollFor).
+	require.Eventually(t, func() bool { return len(cm.Held()) == 0 }, settle, time.Millisecond)
 	crashed := time.Now()
 	// A crash releases nothing: the victim's keys still name it.
 	c := newClient(t, srv.Addr())
