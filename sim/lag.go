@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"math"
 	"runtime/metrics"
 	"slices"
@@ -75,6 +76,15 @@ func lagPing(backend deploy.Deployment, admin redis.UniversalClient) func(contex
 		return nil
 	}
 	return func(ctx context.Context) error { return admin.Ping(ctx).Err() }
+}
+
+// bothPings is a ping of two backends one after the other (either may be nil): a run whose system uses
+// PostgreSQL keeps its sessions and namespace in Redis.
+func bothPings(a, b func(context.Context) error) func(context.Context) error {
+	if a == nil {
+		return b
+	}
+	return func(ctx context.Context) error { return errors.Join(a(ctx), b(ctx)) }
 }
 
 // lagMonitor measures the harness's own lateness through a run (see history.Lag): a canary timer, the

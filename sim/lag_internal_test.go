@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"runtime"
@@ -217,3 +218,16 @@ type aboutOnly struct {
 }
 
 func (a aboutOnly) About() deploy.About { return a.about }
+
+// A run on PostgreSQL pings it too: both pings are sent, and an error of either is the ping's.
+func TestBothPingsPingBoth(t *testing.T) {
+	t.Parallel()
+	var calls []string
+	a := func(context.Context) error { calls = append(calls, "redis"); return nil }
+	b := func(context.Context) error { calls = append(calls, "postgres"); return errors.New("down") }
+	require.Error(t, bothPings(a, b)(context.Background()))
+	require.Equal(t, []string{"redis", "postgres"}, calls)
+	calls = nil
+	require.Error(t, bothPings(nil, b)(context.Background()))
+	require.Equal(t, []string{"postgres"}, calls)
+}

@@ -19,7 +19,13 @@ type pgTarget struct {
 	url   *url.URL
 	addr  string
 	table string
+	// admin is the harness's own connection, on which the lag monitor pings PostgreSQL (pingLag):
+	// a starved server is the machine's lateness, not the election's.
+	admin *pgx.Conn
 }
+
+// pingLag is the lag monitor's ping of PostgreSQL (see lagPing); only the monitor's goroutine calls it.
+func (p *pgTarget) pingLag(ctx context.Context) error { return p.admin.Ping(ctx) }
 
 func openPostgres(ctx context.Context, raw string, runID string) (*pgTarget, error) {
 	if raw == "" {
@@ -42,8 +48,7 @@ func openPostgres(ctx context.Context, raw string, runID string) (*pgTarget, err
 	if err != nil {
 		return nil, fmt.Errorf("sim: PostgreSQL at %s does not answer (%v): start it or set --postgres / TENURE_PG_URL", u.Host, err)
 	}
-	_ = conn.Close(cctx)
-	return &pgTarget{url: u, addr: net.JoinHostPort(host, port), table: "tenure_sim_" + runID}, nil
+	return &pgTarget{url: u, addr: net.JoinHostPort(host, port), table: "tenure_sim_" + runID, admin: conn}, nil
 }
 
 // urlVia returns the connection string with its host replaced by addr (an instance's proxy).
@@ -57,6 +62,7 @@ func (p *pgTarget) urlVia(addr string) string {
 func (p *pgTarget) close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	_ = p.admin.Close(ctx)
 	conn, err := pgx.Connect(ctx, p.url.String())
 	if err != nil {
 		return fmt.Errorf("sim: drop run table %s: %w", p.table, err)

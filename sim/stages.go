@@ -97,7 +97,20 @@ func setUp(ctx context.Context, o Options, p planned, td *teardown) (*stagedRun,
 		rec.Add(history.Event{Kind: history.KindNote, At: rec.Now(), Note: PromotionNote(p.From, p.To)})
 	})
 	td.add(func() error { stopWatch(); return nil })
-	lag := startLagMonitor(realLagSources(rec.Now, lagPing(backend, admin)))
+	// An election on PostgreSQL has it for its backend: the lag monitor pings it as well (its answers
+	// are what the election's timing verdicts wait on).
+	var pg *pgTarget
+	if pu, ok := o.System.(PostgresUser); ok && pu.UsesPostgres() {
+		if pg, err = openPostgres(ctx, o.Postgres, runID); err != nil {
+			return nil, err
+		}
+		td.add(pg.close)
+	}
+	ping := lagPing(backend, admin)
+	if pg != nil {
+		ping = bothPings(ping, pg.pingLag)
+	}
+	lag := startLagMonitor(realLagSources(rec.Now, ping))
 	td.add(func() error { lag.stop(rec.Now()); return nil })
 	logger := slog.New(newOnceKeys(slog.NewJSONHandler(discardIfNil(o.Log), &slog.HandlerOptions{Level: slog.LevelInfo})))
 	r := &runner{
@@ -117,14 +130,7 @@ func setUp(ctx context.Context, o Options, p planned, td *teardown) (*stagedRun,
 			}
 		}
 	}
-	if pu, ok := o.System.(PostgresUser); ok && pu.UsesPostgres() {
-		pg, err := openPostgres(ctx, o.Postgres, runID)
-		if err != nil {
-			return nil, err
-		}
-		td.add(pg.close)
-		r.pg = pg
-	}
+	r.pg = pg
 	// Closed first: no instance may outlive the run, and a shared server keeps nothing of it.
 	td.add(func() error {
 		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
