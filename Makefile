@@ -19,18 +19,15 @@ run: build
 	@bash .ci/setup run
 	$(SIMRUN) run --suite quick --redis auto
 
-## test: gofmt and vet; every package's tests; then, side by side, the mutants' tests and the whole ci
+## test: gofmt and vet; then, side by side, every package's tests, the mutants' tests and the whole ci
 ##       suite against a real redis-server
-# The mutants' tests and the suite run scenarios, which spend nearly all their time waiting (on timers,
-# on a Redis, on a fleet taking over), so they run at once; each prints its output whole when it ends,
-# and the target fails if either does. The package tests run first, alone: many of them time a fleet
-# with short TTLs and hold only with the machine to themselves and their own parallelism.
-# TEST_JOBS=1 runs the last two one after the other.
-TEST_JOBS ?= 2
+# The three test stages spend nearly all their time waiting (on timers, on a Redis, on a fleet taking
+# over: together they use well under one core), so they run at once; each stage's output is printed
+# whole when it ends, and the target fails if any of them does. TEST_JOBS=1 runs them one after another.
+TEST_JOBS ?= 3
 test: setup lint build
-	@$(MAKE) --no-print-directory unit
-	@echo "make test: mutants and suite run side by side; each prints its output when it ends"
-	@$(MAKE) --no-print-directory -j $(TEST_JOBS) --output-sync=target mutants suite
+	@echo "make test: unit, mutants and suite run side by side; each prints its output when it ends"
+	@$(MAKE) --no-print-directory -j $(TEST_JOBS) --output-sync=target unit mutants suite
 
 ## setup: install what the tests need when it is missing (redis-server, chromium, the PostgreSQL client,
 ##        libfaketime, python3-redis, Node and the examples' packages; .ci/setup)
