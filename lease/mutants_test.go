@@ -167,6 +167,9 @@ func TestMutantsOfLifecycle(t *testing.T) {
 		require.NoError(t, m.Start(sig))
 		require.Eventually(t, func() bool { return len(m.Held()) == 2 }, settle, 10*time.Millisecond)
 		cancel()
+		// The end of the start context reaches the manager through context.AfterFunc: Stop comes
+		// after the crash once the manager holds nothing (else Stop would run before it, and release).
+		require.Eventually(t, func() bool { return len(m.Held()) == 0 }, settle, time.Millisecond)
 		require.ErrorIs(t, m.Stop(context.Background()), ErrNotRunning)
 		require.EqualValues(t, 2, c.Exists(context.Background(), "poll:lease:x", "poll:lease:y").Val(), "left to expire")
 	})
