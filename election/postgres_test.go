@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/tenurelabs/tenure/internal/pgtest"
@@ -74,8 +75,14 @@ func TestPostgresSingleLeaderVisibleAndGracefulHandoff(t *testing.T) {
 	require.Equal(t, f.es[l].ID(), node)
 	require.Equal(t, first, uint64(term))
 	require.Positive(t, left)
-	require.Never(t, func() bool { return len(leaders(f.es)) != 1 || !f.es[l].IsLeader() }, 2*testTTL, 10*time.Millisecond,
-		"the heartbeat keeps a healthy leader in place")
+	var seen string // what broke the condition, for the message: a loss, or a second leader
+	if !assert.Never(t, func() bool {
+		n, leads := len(leaders(f.es)), f.es[l].IsLeader()
+		seen = fmt.Sprintf("%d electors lead; the first leader leads: %v", n, leads)
+		return n != 1 || !leads
+	}, 2*testTTL, 10*time.Millisecond, "the heartbeat keeps a healthy leader in place") {
+		t.Fatalf("then: %s", seen)
+	}
 
 	require.Eventually(t, func() bool {
 		return f.es[(l+1)%3].Leader() == f.es[l].ID() && f.es[(l+2)%3].Leader() == f.es[l].ID()
