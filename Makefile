@@ -23,8 +23,8 @@ run: build
 ##       real redis-server
 # TEST_JOBS=3 runs the three test stages side by side (each prints its output whole when it ends):
 # they spend nearly all their time waiting, and a fresh clone's `bash .ci/run` took 5 min 8 s instead
-# of about 11 min. It is not the default: with the package tests' fleets beside them, one ci-suite run
-# in four failed a timing verdict (sentinel-primary-kill's liveness, 1.7 s past its deadline) that
+# of about 11 min. It is not the default: with the package tests' fleets beside them, one ci suite of
+# the five run so failed a timing verdict (sentinel-primary-kill's liveness, 1.7 s past its deadline) that
 # passes alone and in campaigns (docs/cli.md).
 TEST_JOBS ?= 1
 test: setup lint build

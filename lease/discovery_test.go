@@ -222,23 +222,10 @@ func (p *pttlCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 func TestDueRoundReadsOnlyDueHeartbeats(t *testing.T) {
 	t.Parallel()
 	mr := miniredis.RunT(t)
-	c := newClient(t, mr.Addr())
+	p := newFleetProbe(t, mr.Addr())
+	c, clk, m, ctx, beat := p.c, p.clk, p.m, p.ctx, p.beatFor
 	pttls := &pttlCounter{}
 	c.AddHook(pttls)
-	clk := &handClock{now: time.Unix(1000, 0)}
-	cfg := testConfig()
-	cfg.InstanceID, cfg.Clock, cfg.Logger = "self", clk, quietLogger()
-	cfg.Targets = StaticTargets{"x"}
-	cfg.Poll = func(context.Context, Poll) error { return nil }
-	m, err := New(c, cfg)
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	m.runCtx = ctx
-	beat := func(id string, ttl time.Duration) {
-		require.NoError(t, c.Set(ctx, "poll:node:"+id, "1", ttl).Err())
-		require.NoError(t, c.ZAdd(ctx, "poll:nodes", redis.Z{Score: float64(clk.Now().Add(ttl).UnixMilli()), Member: id}).Err())
-	}
 	beat("self", time.Hour)
 	for id, ttl := range map[string]time.Duration{"a": time.Second, "b": 5 * time.Second, "c": 6 * time.Second,
 		"d": 7 * time.Second, "e": 8 * time.Second} {
@@ -362,13 +349,15 @@ func TestScanRoundThatFindsTheFleetGoneKeepsScanning(t *testing.T) {
 }
 
 // fleetProbe is a manager "self" whose discovery rounds a test runs by hand (m.fleet), on a hand clock,
-// with beat writing an instance's heartbeat and registry entry as a heartbeat would.
+// with beatFor writing an instance's heartbeat and registry entry as a heartbeat of that TTL would, and
+// beat one that lasts an hour.
 type fleetProbe struct {
-	c    *redis.Client
-	clk  *handClock
-	m    *Manager
-	ctx  context.Context
-	beat func(id string)
+	c       *redis.Client
+	clk     *handClock
+	m       *Manager
+	ctx     context.Context
+	beat    func(id string)
+	beatFor func(id string, ttl time.Duration)
 }
 
 func newFleetProbe(t *testing.T, addr string) fleetProbe {
@@ -384,9 +373,10 @@ func newFleetProbe(t *testing.T, addr string) fleetProbe {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	m.runCtx = ctx
-	beat := func(id string) {
-		require.NoError(t, c.Set(ctx, "poll:node:"+id, "1", time.Hour).Err())
-		require.NoError(t, c.ZAdd(ctx, "poll:nodes", redis.Z{Score: float64(clk.Now().Add(time.Hour).UnixMilli()), Member: id}).Err())
+	beatFor := func(id string, ttl time.Duration) {
+		require.NoError(t, c.Set(ctx, "poll:node:"+id, "1", ttl).Err())
+		require.NoError(t, c.ZAdd(ctx, "poll:nodes", redis.Z{Score: float64(clk.Now().Add(ttl).UnixMilli()), Member: id}).Err())
 	}
-	return fleetProbe{c: c, clk: clk, m: m, ctx: ctx, beat: beat}
+	beat := func(id string) { beatFor(id, time.Hour) }
+	return fleetProbe{c: c, clk: clk, m: m, ctx: ctx, beat: beat, beatFor: beatFor}
 }

@@ -62,11 +62,7 @@ func (p *pgTarget) urlVia(addr string) string {
 func (p *pgTarget) close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_ = p.admin.Close(ctx)
-	conn, err := pgx.Connect(ctx, p.url.String())
-	if err != nil {
-		return fmt.Errorf("sim: drop run table %s: %w", p.table, err)
-	}
+	conn := p.admin // the lag monitor has stopped pinging on it (the teardown stops it first)
 	defer conn.Close(ctx)
 	ident := pgx.Identifier{p.table}.Sanitize()
 	seq := pgx.Identifier{p.table + "_term_seq"}.Sanitize()
