@@ -4,9 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"log/slog"
 	mrand "math/rand/v2"
 	"os"
+	"slices"
 	"sort"
 	"sync"
 	"testing"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/tenurelabs/tenure/internal/lagtest"
 	"github.com/tenurelabs/tenure/internal/redisserver"
 	"github.com/tenurelabs/tenure/internal/redistest"
 )
@@ -70,6 +73,11 @@ func newRedisEnv(t testing.TB) *redisEnv {
 	return &redisEnv{srv: srv, c: c}
 }
 
+// redisPing is a lag watch's ping of a test's Redis.
+func redisPing(c *redis.Client) lagtest.Ping {
+	return lagtest.Ping{Name: "Redis", Do: func(ctx context.Context) error { return c.Ping(ctx).Err() }}
+}
+
 // span is one interval during which an instance acted (or believed it led).
 type span struct {
 	id         string
@@ -84,6 +92,7 @@ type record struct {
 	acting []span
 	belief []span
 	open   map[string]span
+	losses []string // why each leadership ended, in order
 	wg     sync.WaitGroup
 }
 
@@ -141,11 +150,14 @@ func (r *record) watch(e *Elector) <-chan Event {
 }
 
 func (r *record) note(id string, ev Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if ev.Type == Lost {
+		r.losses = append(r.losses, fmt.Sprintf("%s lost term %d: %v", id, ev.Term, ev.Err))
+	}
 	if ev.Type != StateChanged {
 		return
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	switch {
 	case ev.State == Leader:
 		r.open[id] = span{id: id, start: ev.Time}
@@ -183,6 +195,13 @@ func (r *record) check(t testing.TB) {
 		}
 		last = s.term
 	}
+}
+
+// lossesSoFar returns why each leadership that ended so far ended.
+func (r *record) lossesSoFar() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.losses)
 }
 
 // leaders returns the electors that believe they lead.

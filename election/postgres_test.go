@@ -9,9 +9,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tenurelabs/tenure/internal/lagtest"
 	"github.com/tenurelabs/tenure/internal/pgtest"
 )
 
@@ -40,6 +40,18 @@ func (p *pgEnv) backend(t *testing.T) *PostgresBackend {
 	return b
 }
 
+// pgPing is a lag watch's ping of the shared server, on a connection of its own: a transaction that
+// commits (txid_current assigns it a transaction ID, so its commit waits for the WAL flush), as the
+// elector's renewals do. A server whose disk is busy answers a read at once and a commit hundreds of
+// milliseconds later: a renewal that times out then is the machine's, and only a commit shows it.
+func pgPing(t *testing.T) lagtest.Ping {
+	conn := pgtest.Connect(t)
+	return lagtest.Ping{Name: "PostgreSQL (a committed transaction)", Do: func(ctx context.Context) error {
+		_, err := conn.Exec(ctx, "SELECT txid_current()")
+		return err
+	}}
+}
+
 func pgFleet(t *testing.T, p *pgEnv, n int, tweak func(*Config)) (*fleet, []*PostgresBackend) {
 	role := uniqueRole(t)
 	bs := make([]*PostgresBackend, n)
@@ -65,6 +77,7 @@ func TestPostgresSingleLeaderVisibleAndGracefulHandoff(t *testing.T) {
 	f.start(t)
 	l := f.leader(t, 3*time.Second)
 	first, _ := f.nextStart(t, time.Second)
+	watch := lagtest.Start(t, pgPing(t))
 
 	var node string
 	var term int64
@@ -75,13 +88,21 @@ func TestPostgresSingleLeaderVisibleAndGracefulHandoff(t *testing.T) {
 	require.Equal(t, f.es[l].ID(), node)
 	require.Equal(t, first, uint64(term))
 	require.Positive(t, left)
-	var seen string // what broke the condition, for the message: a loss, or a second leader
-	if !assert.Never(t, func() bool {
-		n, leads := len(leaders(f.es)), f.es[l].IsLeader()
-		seen = fmt.Sprintf("%d electors lead; the first leader leads: %v", n, leads)
-		return n != 1 || !leads
-	}, 2*testTTL, 10*time.Millisecond, "the heartbeat keeps a healthy leader in place") {
-		t.Fatalf("then: %s", seen)
+	// The heartbeat keeps a healthy leader in place. Two leaders is a safety violation, whatever the
+	// machine's load. A lost leadership is one only if the server answered in time: a renewal that takes
+	// longer than OpTimeout ends leadership by design (fail closed), so when the test's own pings or
+	// timers ran a third of that late the premise "healthy" did not hold and the test is inconclusive.
+	for end := time.Now().Add(2 * testTTL); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		n := len(leaders(f.es))
+		require.LessOrEqual(t, n, 1, "two electors lead at once")
+		if n == 0 || !f.es[l].IsLeader() {
+			for wait := time.Now().Add(testTTL); len(f.rec.lossesSoFar()) == 0 && time.Now().Before(wait); {
+				time.Sleep(time.Millisecond) // the Lost event, which says why, trails the state change
+			}
+			watch.Excuse(t, testOp/3, "the heartbeat did not keep a healthy leader in place (%d electors lead; %v)", n, f.rec.lossesSoFar())
+			t.Fatalf("the heartbeat did not keep a healthy leader in place: %d electors lead, the first leader leads: %v; %v",
+				n, f.es[l].IsLeader(), f.rec.lossesSoFar())
+		}
 	}
 
 	require.Eventually(t, func() bool {
@@ -92,7 +113,10 @@ func TestPostgresSingleLeaderVisibleAndGracefulHandoff(t *testing.T) {
 	next, at := f.nextStart(t, 2*testTTL)
 	t.Logf("graceful handoff: %s", at.Sub(stopped))
 	require.Greater(t, next, first)
-	require.Less(t, at.Sub(stopped), testTTL/4, "LISTEN/NOTIFY makes the standby lead well within one RetryInterval")
+	if at.Sub(stopped) >= testTTL/4 {
+		watch.Excuse(t, testTTL/8, "graceful handoff took %s", at.Sub(stopped))
+		t.Fatalf("graceful handoff took %s: LISTEN/NOTIFY makes the standby lead well within a quarter TTL (%s)", at.Sub(stopped), testTTL/4)
+	}
 	f.finish(t)
 
 	var rows int

@@ -12,6 +12,7 @@ import (
 	"github.com/tenurelabs/tenure/chaos"
 	"github.com/tenurelabs/tenure/checker"
 	"github.com/tenurelabs/tenure/history"
+	"github.com/tenurelabs/tenure/internal/lagtest"
 	"github.com/tenurelabs/tenure/internal/redisserver"
 	"github.com/tenurelabs/tenure/scenarios"
 	"github.com/tenurelabs/tenure/sim"
@@ -26,6 +27,17 @@ func needRedisServer(t *testing.T) {
 		}
 		t.Skip("redis-server not installed")
 	}
+}
+
+// requireJudgedOK fails the test unless the checker found every invariant held; a report that violated
+// nothing but could not judge a timing verdict because the harness itself ran late (checker's
+// inconclusive) makes the test inconclusive, counted, not failed (lagtest).
+func requireJudgedOK(t *testing.T, r checker.Report) {
+	t.Helper()
+	if r.Inconclusive() {
+		lagtest.Inconclusive(t, "the run violated nothing, but the harness ran too late to judge: %+v", r.Results)
+	}
+	require.True(t, r.OK(), "%+v", r.Results)
 }
 
 // runCatalogued runs a scenario of the catalogue with the system it is written for, on its own
@@ -72,7 +84,7 @@ func TestClusterElectionPrimaryKill(t *testing.T) {
 	require.Equal(t, "election", h.Meta.Kind)
 	require.Equal(t, "cluster", h.Meta.Assumptions.Topology)
 	r := checker.Check(h, checker.DefaultOptions())
-	require.True(t, r.OK(), "%+v", r.Results)
+	requireJudgedOK(t, r)
 
 	kills, promotions := shardKills(h)
 	require.Len(t, kills, 1)
@@ -113,7 +125,7 @@ func TestClusterPrimaryKillRejoin(t *testing.T) {
 	needRedisServer(t)
 	h := runCatalogued(t, "cluster-primary-kill-rejoin", 1)
 	r := checker.Check(h, checker.DefaultOptions())
-	require.True(t, r.OK(), "%+v", r.Results)
+	requireJudgedOK(t, r)
 
 	kills, promotions := shardKills(h)
 	require.Len(t, kills, 2)
@@ -147,5 +159,5 @@ func TestClusterRedisRestartStartsTheNodeAgain(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, res.FaultErrors, "the killed node is started again")
 	r := checker.Check(res.History, checker.DefaultOptions())
-	require.True(t, r.OK(), "%+v", r.Results)
+	requireJudgedOK(t, r)
 }

@@ -89,5 +89,5 @@ func TestClusterRunWithReference(t *testing.T) {
 	require.Greater(t, promoted, kill, "the promotion is recorded after the kill")
 	require.Len(t, renews, 4, "every endpoint's lease is renewed (keys in several slots): %v", renews)
 	r := checker.Check(h, checker.DefaultOptions())
-	require.True(t, r.OK(), "%+v", r.Results)
+	requireJudgedOK(t, r)
 }

@@ -65,17 +65,52 @@ func realLagSources(now func() time.Duration, ping func(ctx context.Context) err
 	}
 }
 
-// lagPing is how the lag monitor pings the backend: on the harness's own connection, never an instance's
-// link, whose faults are the system's business. A backend of several servers (Sentinel, Cluster,
-// independent nodes) is not pinged: its client answers from whichever node it picks, and a node a fault
-// killed or paused makes a PING wait for the fault (a cluster client's random pick of a killed primary
-// times out long after the kill), which would read as a starved machine; the canary and the scheduler
-// still measure the harness there.
-func lagPing(backend deploy.Deployment, admin redis.UniversalClient) func(context.Context) error {
-	if several(backend) {
-		return nil
+// lagPing is how the lag monitor pings the backend: on the harness's own connections, never an instance's
+// link, whose faults are the system's business. A backend of one server is pinged on admin. A backend of
+// several servers (Sentinel, Cluster, independent nodes) is pinged on every node at once, each on a
+// connection of its own to the process itself, and the ping lasts until the first answer: a node a fault
+// killed or paused does not answer, and waiting for it would read as a starved machine, but the fastest
+// of the others measures how late the machine lets a Redis answer; only when every node is under a fault
+// does the ping wait for one (the checker leaves pings during backend faults out). The returned close
+// ends the connections.
+func lagPing(backend deploy.Deployment, admin redis.UniversalClient) (ping func(context.Context) error, close func() error) {
+	if !several(backend) {
+		return func(ctx context.Context) error { return admin.Ping(ctx).Err() }, func() error { return nil }
 	}
-	return func(ctx context.Context) error { return admin.Ping(ctx).Err() }
+	var clients []*redis.Client
+	for _, n := range backend.Nodes() {
+		clients = append(clients, redis.NewClient(&redis.Options{
+			Addr: n.Listen, MaxRetries: -1, PoolSize: 1, ContextTimeoutEnabled: true,
+			DialTimeout: lagPingTimeout, ReadTimeout: lagPingTimeout, WriteTimeout: lagPingTimeout,
+		}))
+	}
+	return func(ctx context.Context) error { return firstAnswer(ctx, clients) }, func() error {
+		var errs []error
+		for _, c := range clients {
+			errs = append(errs, c.Close())
+		}
+		return errors.Join(errs...)
+	}
+}
+
+// firstAnswer pings every client at once and returns when the first answers (nil), or, when none does,
+// with the errors of all.
+func firstAnswer(ctx context.Context, clients []*redis.Client) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // the slower pings end with it
+	errs := make(chan error, len(clients))
+	for _, c := range clients {
+		go func() { errs <- c.Ping(ctx).Err() }()
+	}
+	var failed []error
+	for range clients {
+		err := <-errs
+		if err == nil {
+			return nil
+		}
+		failed = append(failed, err)
+	}
+	return errors.Join(failed...)
 }
 
 // bothPings is a ping of two backends one after the other (either may be nil): a run whose system uses

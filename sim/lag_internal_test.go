@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"runtime"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/stretchr/testify/require"
 
 	"github.com/tenurelabs/tenure/deploy"
@@ -202,22 +204,52 @@ func lagChild() {
 	os.Stdout.WriteString("lag: " + string(b) + "\n")
 }
 
-// A backend of several servers is not pinged: its client answers from whichever node it picks.
-func TestLagPingsOnlyASingleServer(t *testing.T) {
+// A backend of several servers is pinged on every node at once, and the ping ends with the first answer:
+// a node under a fault (here one that accepts connections and never answers, as a paused Redis does)
+// does not make the machine look starved while another node answers; with no node answering, the ping
+// lasts until its context ends.
+func TestLagPingsEveryNodeOfSeveral(t *testing.T) {
 	t.Parallel()
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = silent.Close() })
+	go func() {
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { _ = c.Close() })
+		}
+	}()
+	live := miniredis.RunT(t)
 	for _, topology := range []string{TopologyCluster, TopologySentinel, TopologyIndependent} {
-		require.Nil(t, lagPing(aboutOnly{about: deploy.About{Topology: topology}}, nil), topology)
+		d := aboutOnly{about: deploy.About{Topology: topology},
+			nodes: []deploy.Node{{Name: "paused", Listen: silent.Addr().String()}, {Name: "up", Listen: live.Addr()}}}
+		ping, closePings := lagPing(d, nil)
+		sent := time.Now()
+		require.NoError(t, ping(context.Background()), topology)
+		require.Less(t, time.Since(sent), lagPingTimeout/2, "%s: the answering node's reply ends the ping", topology)
+		require.NoError(t, closePings())
+
+		d.nodes = d.nodes[:1]
+		ping, closePings = lagPing(d, nil)
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		require.Error(t, ping(ctx), "%s: no node answered", topology)
+		cancel()
+		require.NoError(t, closePings())
 	}
-	require.NotNil(t, lagPing(aboutOnly{about: deploy.About{Topology: TopologySingle, Shared: true}}, nil))
 }
 
-// aboutOnly is a deployment that only says what it is.
+// aboutOnly is a deployment that only says what it is and lists its nodes.
 type aboutOnly struct {
 	deploy.Deployment
 	about deploy.About
+	nodes []deploy.Node
 }
 
-func (a aboutOnly) About() deploy.About { return a.about }
+func (a aboutOnly) About() deploy.About  { return a.about }
+func (a aboutOnly) Nodes() []deploy.Node { return a.nodes }
 
 // A run on PostgreSQL pings it too: both pings are sent, and an error of either is the ping's.
 func TestBothPingsPingBoth(t *testing.T) {

@@ -106,7 +106,8 @@ func setUp(ctx context.Context, o Options, p planned, td *teardown) (*stagedRun,
 		}
 		td.add(pg.close)
 	}
-	ping := lagPing(backend, admin)
+	ping, closePings := lagPing(backend, admin)
+	td.add(closePings)
 	if pg != nil {
 		ping = bothPings(ping, pg.pingLag)
 	}

@@ -1,0 +1,72 @@
+package lagtest
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// excused runs Excuse in a subtest with tolerance and reports whether the subtest was skipped (Excuse
+// returned otherwise, and the subtest went on).
+func excused(t *testing.T, w *Watch, tolerance time.Duration) bool {
+	var skipped, returned bool
+	t.Run("excuse", func(t *testing.T) {
+		defer func() { skipped = t.Skipped() }()
+		w.Excuse(t, tolerance, "a premise failed")
+		returned = true
+	})
+	require.NotEqual(t, skipped, returned, "Excuse either skips or returns")
+	return skipped
+}
+
+// A failure is excused only by lag at least as large as the tolerance: a backend that answers its pings
+// slowly excuses a check that tolerates less, not one that tolerates more. The excused test is counted in
+// the file LogEnv names.
+func TestExcuseNeedsLagAboveTheTolerance(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "inconclusive.txt")
+	t.Setenv(LogEnv, log)
+	slow := Ping{Name: "slow backend", Do: func(ctx context.Context) error {
+		select {
+		case <-time.After(80 * time.Millisecond):
+		case <-ctx.Done():
+		}
+		return nil
+	}}
+	w := Start(t, slow)
+	require.Eventually(t, func() bool { lag, _ := w.Worst(); return lag >= 80*time.Millisecond }, 5*time.Second, time.Millisecond)
+	lag, what := w.Worst()
+	require.Equal(t, "slow backend's answer to a ping", what)
+
+	require.False(t, excused(t, w, lag+time.Hour), "lag below the tolerance excuses nothing")
+	_, err := os.Stat(log)
+	require.ErrorIs(t, err, os.ErrNotExist, "nothing counted")
+
+	require.True(t, excused(t, w, 50*time.Millisecond))
+	b, err := os.ReadFile(log)
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	require.Len(t, lines, 1)
+	require.Contains(t, lines[0], "TestExcuseNeedsLagAboveTheTolerance/excuse")
+	require.Contains(t, lines[0], "INCONCLUSIVE: a premise failed")
+	require.Contains(t, lines[0], "slow backend")
+}
+
+// Inconclusive skips and counts unconditionally.
+func TestInconclusiveSkipsAndCounts(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "inconclusive.txt")
+	t.Setenv(LogEnv, log)
+	var skipped bool
+	t.Run("judged elsewhere", func(t *testing.T) {
+		defer func() { skipped = t.Skipped() }()
+		Inconclusive(t, "the checker could not judge %s", "failover")
+	})
+	require.True(t, skipped)
+	b, err := os.ReadFile(log)
+	require.NoError(t, err)
+	require.Contains(t, string(b), "judged_elsewhere: INCONCLUSIVE: the checker could not judge failover")
+}
