@@ -4,7 +4,6 @@ import (
 	"context"
 	"maps"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 )
@@ -150,20 +149,23 @@ func (m *Manager) fleet(ctx context.Context, due bool) ([]string, time.Time, err
 	if expiry != nil {
 		return m.dueRound(ctx, now, known, expiry)
 	}
+	var owed []string
 	if scan {
-		scanned, err := m.scanNodes(ctx)
+		scanned, registeredOwed, err := m.scanNodes(ctx, now)
 		if err != nil {
 			m.rehint(hinted)
 			return nil, time.Time{}, err
 		}
-		others = dedupe(append(scanned, hinted...))
+		others, owed = dedupe(append(scanned, hinted...)), registeredOwed
 	}
 	alive, at, err := m.heartbeatExpiries(ctx, others)
 	if err != nil {
 		m.rehint(hinted)
 		return nil, time.Time{}, err
 	}
-	if gone := vanished(known, alive, hinted); gone && !scan {
+	// A registered instance whose heartbeat is gone before the expiry it was written with has vanished
+	// too, whether or not this instance knew it (its first round after a Redis restart knew nobody).
+	if gone := vanished(known, alive, hinted) || vanished(owed, alive, hinted); gone && !scan {
 		// Someone has gone unannounced: perhaps more has changed (a Redis restart empties every
 		// heartbeat). Read the registry, and the heartbeats of those in it not read just now.
 		extraAlive, extraAt, err := m.vanishedRound(ctx, now, others)
@@ -203,7 +205,7 @@ func (m *Manager) vanishedRound(ctx context.Context, now time.Time, read []strin
 	d.mu.Lock()
 	d.scanUntil = now.Add(m.cfg.HeartbeatTTL)
 	d.mu.Unlock()
-	registry, err := m.scanNodes(ctx)
+	registry, _, err := m.scanNodes(ctx, now)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -292,20 +294,23 @@ func (m *Manager) rehint(ids []string) {
 
 // scanNodes returns the other instances named in the fleet registry (scale_fleet.go), sorted: the
 // candidates whose heartbeat keys the caller then reads. The registry replaces a SCAN of the keyspace,
-// which walks every lease and fence key too.
-func (m *Manager) scanNodes(ctx context.Context) ([]string, error) {
-	nodeKeys, err := m.nodeKeys(ctx)
+// which walks every lease and fence key too. owed lists those whose entry says their heartbeat should
+// still be there at now (the expiry their last heartbeat was given has not passed).
+func (m *Manager) scanNodes(ctx context.Context, now time.Time) (others, owed []string, err error) {
+	ids, expiries, err := m.registered(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	prefix := m.keys.node("")
-	var others []string
-	for _, k := range nodeKeys {
-		if id := strings.TrimPrefix(k, prefix); id != m.id {
-			others = append(others, id)
+	for i, id := range ids {
+		if id == m.id {
+			continue
+		}
+		others = append(others, id)
+		if expiries[i].After(now) {
+			owed = append(owed, id)
 		}
 	}
-	return dedupe(others), nil
+	return dedupe(others), owed, nil
 }
 
 // prepareLead is how long before the first known heartbeat's expiry the assignment without that

@@ -348,6 +348,48 @@ func TestScanRoundThatFindsTheFleetGoneKeepsScanning(t *testing.T) {
 	require.Equal(t, []string{"a", "b"}, round(), "b is found by the next round")
 }
 
+// An instance that starts just after a Redis restart emptied every heartbeat finds in the registry
+// instances whose heartbeats are gone although their entries say they should still be there (the
+// survivors write theirs again one by one over a heartbeat interval). Its first round knew nobody, so
+// nothing "vanished" from its view; it must still scan at every round for one HeartbeatTTL, or it finds
+// a survivor only at the periodic scan several DiscoveryIntervals later and leaves to it, meanwhile,
+// endpoints the survivor leaves to this instance (seen: an endpoint unpolled 2.3 s past its liveness
+// limit in redis-restart-empty-churn). An entry whose heartbeat has expired as announced (an instance
+// long gone) does not make it scan.
+func TestFirstRoundAfterARestartKeepsScanningForTheRegistered(t *testing.T) {
+	t.Parallel()
+	mr := miniredis.RunT(t)
+	p := newFleetProbe(t, mr.Addr())
+	clk, m, ctx, cfg := p.clk, p.m, p.ctx, p.m.cfg
+	round := func() []string {
+		t.Helper()
+		others, _, err := m.fleet(ctx, false)
+		require.NoError(t, err)
+		clk.advance(cfg.DiscoveryInterval)
+		return others
+	}
+	p.beatFor("gone", time.Second)  // an instance that died: its entry's expiry passes before self starts
+	p.beatFor("a", cfg.HeartbeatTTL) // the survivors' entries, written before the restart
+	p.beatFor("b", cfg.HeartbeatTTL)
+	clk.advance(2 * time.Second)
+	mr.FlushAll() // the restart emptied Redis, and the registry was written again (a wrote first)
+	require.NoError(t, p.c.ZAdd(ctx, "poll:nodes", redis.Z{Score: float64(clk.Now().Add(-time.Second).UnixMilli()), Member: "gone"}).Err())
+	p.beatFor("a", cfg.HeartbeatTTL)
+	require.NoError(t, p.c.ZAdd(ctx, "poll:nodes", redis.Z{Score: float64(clk.Now().Add(cfg.HeartbeatInterval).UnixMilli()), Member: "b"}).Err())
+	require.Equal(t, []string{"a"}, round(), "self's first round: b has not written its heartbeat again yet")
+
+	p.beatFor("b", cfg.HeartbeatTTL)
+	require.Equal(t, []string{"a", "b"}, round(), "b is found by the next round")
+
+	// With every registered instance found, and the rest long expired, rounds stop scanning.
+	clk.advance(cfg.HeartbeatTTL)
+	round()
+	m.disc.mu.Lock()
+	scanUntil := m.disc.scanUntil
+	m.disc.mu.Unlock()
+	require.False(t, clk.Now().Before(scanUntil), "no reason to keep scanning")
+}
+
 // fleetProbe is a manager "self" whose discovery rounds a test runs by hand (m.fleet), on a hand clock,
 // with beatFor writing an instance's heartbeat and registry entry as a heartbeat of that TTL would, and
 // beat one that lasts an hour.

@@ -33,19 +33,22 @@ func (m *Manager) heartbeatCmds(ctx context.Context, p redis.Pipeliner) *redis.S
 	return set
 }
 
-// nodeKeys returns the node keys of the instances in the fleet registry (<prefix>node:<id>, whether or
-// not the key still exists), pruning entries older than registryPrune.
-func (m *Manager) nodeKeys(ctx context.Context) ([]string, error) {
+// registered returns the instances in the fleet registry (whether or not their node keys still exist)
+// with the expiry each one's writer gave its last heartbeat (its score), pruning entries older than
+// registryPrune.
+func (m *Manager) registered(ctx context.Context) ([]string, []time.Time, error) {
 	p := m.client.Pipeline()
 	cutoff := m.clock.Now().Add(-registryPrune).UnixMilli()
 	p.ZRemRangeByScore(ctx, m.keys.nodes(), "-inf", "("+strconv.FormatInt(cutoff, 10))
-	ids := p.ZRange(ctx, m.keys.nodes(), 0, -1)
+	entries := p.ZRangeWithScores(ctx, m.keys.nodes(), 0, -1)
 	if _, err := p.Exec(ctx); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	out := make([]string, len(ids.Val()))
-	for i, id := range ids.Val() {
-		out[i] = m.keys.node(id)
+	ids := make([]string, len(entries.Val()))
+	expiries := make([]time.Time, len(entries.Val()))
+	for i, z := range entries.Val() {
+		ids[i], _ = z.Member.(string)
+		expiries[i] = time.UnixMilli(int64(z.Score))
 	}
-	return out, nil
+	return ids, expiries, nil
 }

@@ -40,9 +40,13 @@ func TestFleetRegistry(t *testing.T) {
 	require.NoError(t, client.ZAdd(ctx, "poll:nodes", redis.Z{Score: old, Member: "gone"}).Err())
 	require.NoError(t, client.Del(ctx, "poll:node:b").Err()) // b stopped: its entry stays, its key is gone
 
-	got, err := a.nodeKeys(ctx)
+	got, expiries, err := a.registered(ctx)
 	require.NoError(t, err)
-	require.ElementsMatch(t, []string{"poll:node:a", "poll:node:b"}, got)
+	require.ElementsMatch(t, []string{"a", "b"}, got)
+	require.Len(t, expiries, 2)
+	for _, at := range expiries {
+		require.WithinDuration(t, time.Now().Add(a.cfg.HeartbeatTTL), at, 5*time.Second, "an entry's score is its heartbeat's expiry")
+	}
 	n, err := client.ZCard(ctx, "poll:nodes").Result()
 	require.NoError(t, err)
 	require.Equal(t, int64(2), n, "the old entry was pruned")
