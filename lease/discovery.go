@@ -117,11 +117,13 @@ func sameList(a, b []string) bool {
 // counters and sessions too, tens of thousands of keys for every few heartbeats — so a round does not
 // scan when it has no reason to. It reads the PTTL of the heartbeats it knows and of the instances
 // announced since (an announcement names its instance), which also tells it who has gone, and scans
-// only: at its first round; while the link recovers; when a known instance's heartbeat has vanished,
-// and then at every round for one HeartbeatTTL (after a Redis restart the survivors' heartbeats come
-// back one by one); and at least every nodeRescanRounds rounds' worth of DiscoveryInterval, which bounds
-// how long an instance whose announcement was lost stays unknown (balance suffers meanwhile, never
-// safety: the assignment only chooses who tries to acquire).
+// only: at its first round; while the link recovers; when a known instance's heartbeat has vanished, or
+// a scan finds a registered instance's heartbeat gone before the expiry its entry was written with, and
+// then at every round for one HeartbeatTTL (after a Redis restart the survivors' heartbeats come back one
+// by one, and an instance that started meanwhile knew none of them); and at least every
+// nodeRescanRounds rounds' worth of DiscoveryInterval, which bounds how long an instance whose
+// announcement was lost stays unknown (balance suffers meanwhile, never safety: the assignment only
+// chooses who tries to acquire).
 const nodeRescanRounds = 6
 
 // fleet returns the other live instances (sorted) and the first expiry among their heartbeats. A

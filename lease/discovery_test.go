@@ -368,7 +368,7 @@ func TestFirstRoundAfterARestartKeepsScanningForTheRegistered(t *testing.T) {
 		clk.advance(cfg.DiscoveryInterval)
 		return others
 	}
-	p.beatFor("gone", time.Second)  // an instance that died: its entry's expiry passes before self starts
+	p.beatFor("gone", time.Second)   // an instance that died: its entry's expiry passes before self starts
 	p.beatFor("a", cfg.HeartbeatTTL) // the survivors' entries, written before the restart
 	p.beatFor("b", cfg.HeartbeatTTL)
 	clk.advance(2 * time.Second)
