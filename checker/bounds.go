@@ -262,6 +262,16 @@ func (idx *index) deadline(fe *history.Event) (Deadline, bool) {
 		back := e
 		if p, ok := idx.promotionAfter(s); ok && !f.Wipes {
 			back = p
+			// Every promotion may lose data, wherever it comes from: one that follows before the
+			// deadline the last one set (the sentinels failing over again, from the replica they
+			// promoted to another) is the backend returning again.
+			for {
+				q, ok := idx.promotionAfter(back + 1)
+				if !ok || q >= back+notice(t)+ttl+tol {
+					break
+				}
+				back = q
+			}
 		}
 		d.At = back + notice(t) + ttl + tol
 		d.Why = fmt.Sprintf("%s: the backend lost (or may have lost) data; holders from before may believe for a TTL (%v), so nothing is granted for a TTL after a system learns of it, within a renewal interval and a call bound (%v) of the backend's return", f.Name, ttl, notice(t))
