@@ -70,7 +70,7 @@ func checkAssumptions(idx *index) Result {
 		res.Message = "the history cannot be judged: " + strings.Join(problems, "; ")
 	case len(failedFaults) > 0:
 		res.Outcome = Unknown
-		res.Message = "the run did not go as scheduled, so a pass would mean nothing: " + strings.Join(failedFaults, "; ")
+		res.Message = unscheduledPrefix + ", so a pass would mean nothing: " + strings.Join(failedFaults, "; ")
 	case m.Interrupted:
 		res.Outcome = Unknown
 		res.Message = fmt.Sprintf("the run was interrupted at %v: the history is partial, so only safety can be judged; re-run it to completion", idx.end)

@@ -124,6 +124,7 @@ func Check(h history.History, opts Options) Report {
 	}
 	if !skipLive {
 		judgeLag(idx, &rep)
+		judgeUnscheduledLag(idx, &rep)
 	}
 	return rep
 }

@@ -2,6 +2,7 @@ package checker
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/tenurelabs/tenure/history"
@@ -91,6 +92,55 @@ func judgeLag(idx *index, rep *Report) {
 		} else {
 			res.Message += "; " + note + ": inconclusive, not counted"
 		}
+	}
+}
+
+// unscheduledPrefix begins the assumptions message of a run whose faults could not all be applied.
+const unscheduledPrefix = "the run did not go as scheduled"
+
+// judgeUnscheduledLag is judgeLag's counterpart for a run that did not go as scheduled: a fault that could
+// not be applied because the system was not in the state it needs (nobody held the endpoint to crash,
+// the leader to stop) makes the run Unknown, and the scenario's exercised invariant with it, since it
+// showed nothing. When the harness ran late above LagThreshold within the lease TTL before each such
+// fault — the span in which renewals keep a holder in place — the machine may have cost the system that
+// state (a leader whose renewal outlasted its call bound steps down, by design), and the run is
+// inconclusive instead: re-run, never counted as evidence either way. Whether the endpoint went unpolled
+// meanwhile is still liveness's to judge.
+func judgeUnscheduledLag(idx *index, rep *Report) {
+	lag := idx.meta.Lag
+	if lag == nil || len(lag.Samples) == 0 {
+		return
+	}
+	var found []Violation
+	for _, e := range idx.faults {
+		if e.Fault.Err == "" {
+			continue
+		}
+		v := Violation{At: e.At, From: max(0, e.At-idx.meta.LeaseTTL), To: e.At,
+			Message: fmt.Sprintf("%s %s could not be applied: %s", e.Fault.ID, e.Fault.Name, e.Fault.Err)}
+		f, ok := lagDuring(idx, lag, v)
+		if !ok {
+			return // a fault the machine cannot account for: Unknown stands
+		}
+		v.Lag = &f
+		found = append(found, v)
+	}
+	if len(found) == 0 {
+		return
+	}
+	for i := range rep.Results {
+		res := &rep.Results[i]
+		if res.Outcome != Unknown {
+			continue
+		}
+		exercised := strings.HasPrefix(res.Message, "the scenario exists to exercise")
+		if !exercised && (res.Invariant != InvAssumptions || !strings.HasPrefix(res.Message, unscheduledPrefix)) {
+			continue
+		}
+		res.Outcome = Inconclusive
+		res.Inconclusive = append(res.Inconclusive, found...)
+		res.Message = fmt.Sprintf("the harness ran late before a fault it could not apply (%s): the machine may have cost the system the state the fault needed; %s",
+			found[0].Lag, res.Message)
 	}
 }
 

@@ -204,3 +204,40 @@ func TestLagWithTheBoundTable(t *testing.T) {
 	require.Equal(t, 8*s+ms(680), v.To)
 	require.Equal(t, 8*s+ms(680)-(at+3*s+FailoverTolerance), v.Over)
 }
+
+// A fault that could not be applied (nobody held the endpoint to crash) leaves the run Unknown, and the
+// invariant the scenario exists to exercise with it; when the harness ran late within the lease TTL
+// before the fault, the machine may have cost the system its holder, and both are inconclusive, with the
+// lag. Lag after the fault, or none, leaves them Unknown.
+func TestAFaultNotAppliedBesideLagIsInconclusive(t *testing.T) {
+	s := time.Second
+	for _, tc := range []struct {
+		name string
+		lag  []history.LagSample
+		want Outcome
+	}{
+		{"lag in the TTL before the fault", []history.LagSample{{At: 3 * s, Ping: ms(300)}}, Inconclusive},
+		{"lag after the fault", []history.LagSample{{At: 9 * s, Canary: ms(300)}}, Unknown},
+		{"lag below the threshold", []history.LagSample{{At: 4 * s, Canary: LagThreshold}}, Unknown},
+		{"no lag", nil, Unknown},
+	} {
+		b := crashBase()
+		b.add(history.Event{Kind: history.KindFault, At: 5 * s, End: 5 * s,
+			Fault: &history.Fault{ID: "f1", Name: "crash", Err: "chaos: nobody holds that endpoint: ep-9"}})
+		if tc.lag != nil {
+			b = b.withLag(tc.lag...)
+		}
+		b.meta.Exercises = []string{InvFailover}
+		rep := Check(b.build(), DefaultOptions())
+		a := resultOf(t, rep, InvAssumptions)
+		require.Equal(t, tc.want, a.Outcome, "%s: %s", tc.name, a.Message)
+		require.Contains(t, a.Message, "did not go as scheduled", tc.name)
+		require.False(t, rep.OK(), tc.name)
+		if tc.want == Inconclusive {
+			require.Len(t, a.Inconclusive, 1)
+			require.NotNil(t, a.Inconclusive[0].Lag)
+			require.Equal(t, Inconclusive, resultOf(t, rep, InvFailover).Outcome, tc.name)
+			require.True(t, rep.Inconclusive(), tc.name)
+		}
+	}
+}

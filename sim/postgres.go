@@ -25,7 +25,14 @@ type pgTarget struct {
 }
 
 // pingLag is the lag monitor's ping of PostgreSQL (see lagPing); only the monitor's goroutine calls it.
-func (p *pgTarget) pingLag(ctx context.Context) error { return p.admin.Ping(ctx) }
+// It does on the server what an election's renewal does: read the advisory locks (pg_locks) and commit a
+// transaction that has an ID (txid_current), whose commit waits for the WAL flush. Under make test's load
+// renewals timed out while a plain round trip on another connection answered at once: a ping that skips
+// the renewal's work would not see why.
+func (p *pgTarget) pingLag(ctx context.Context) error {
+	_, err := p.admin.Exec(ctx, "SELECT txid_current(), (SELECT count(*) FROM pg_locks WHERE locktype = 'advisory')")
+	return err
+}
 
 func openPostgres(ctx context.Context, raw string, runID string) (*pgTarget, error) {
 	if raw == "" {
