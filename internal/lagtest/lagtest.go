@@ -122,6 +122,22 @@ func (w *Watch) Worst() (time.Duration, string) {
 	return w.worst, w.what
 }
 
+// Handoffs is how many times the worst lag a late event can be past its bound and still be excused by it,
+// as the checker rules for a scenario (checker.Handoffs): each hand-off on the event's path as late as
+// the worst measured. A takeover two seconds late beside 100 ms of lag is the system's.
+const Handoffs = 4
+
+// ExcuseLate is Excuse for a check that measured how far past its bound something came (over): the lag
+// excuses it only when it is at least tolerates and can account for it (over ≤ Handoffs × lag).
+func (w *Watch) ExcuseLate(t testing.TB, tolerates, over time.Duration, format string, args ...any) {
+	t.Helper()
+	if worst, _ := w.Worst(); over > Handoffs*worst {
+		t.Logf("the lag seen (%s) cannot account for %s past the bound", worst.Round(time.Millisecond), over.Round(time.Millisecond))
+		return
+	}
+	w.Excuse(t, tolerates, format, args...)
+}
+
 // Excuse is called by a test whose timing premise has just failed, with the lag that premise tolerates
 // (what a healthy system could absorb: an operation's timeout, a bound's scheduling allowance) and what
 // failed. When the watch saw at least that much lag, the test is skipped as inconclusive, saying so,

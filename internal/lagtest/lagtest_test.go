@@ -70,3 +70,28 @@ func TestInconclusiveSkipsAndCounts(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(b), "judged_elsewhere: INCONCLUSIVE: the checker could not judge failover")
 }
+
+// A late event is excused only by lag that can account for it: at most Handoffs times the worst lag past
+// its bound.
+func TestExcuseLateNeedsLagThatAccountsForIt(t *testing.T) {
+	t.Setenv(LogEnv, filepath.Join(t.TempDir(), "inconclusive.txt"))
+	slow := Ping{Name: "slow backend", Do: func(ctx context.Context) error {
+		select {
+		case <-time.After(80 * time.Millisecond):
+		case <-ctx.Done():
+		}
+		return nil
+	}}
+	w := Start(t, slow)
+	require.Eventually(t, func() bool { lag, _ := w.Worst(); return lag >= 80*time.Millisecond }, 5*time.Second, time.Millisecond)
+	lateBy := func(over time.Duration) bool {
+		var skipped bool
+		t.Run("late", func(t *testing.T) {
+			defer func() { skipped = t.Skipped() }()
+			w.ExcuseLate(t, 50*time.Millisecond, over, "late by %s", over)
+		})
+		return skipped
+	}
+	require.True(t, lateBy(100*time.Millisecond), "80 ms of lag can account for 100 ms past the bound")
+	require.False(t, lateBy(10*time.Second), "not for 10 s")
+}
