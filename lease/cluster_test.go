@@ -154,6 +154,8 @@ type clusterFleet struct {
 	px  deploy.Proxies
 	cfg Config
 	log *pollLog
+	// reload is the instances' clients' ClusterStateReloadInterval (zero: the harness's 250 ms).
+	reload time.Duration
 
 	mu    sync.Mutex
 	ms    map[string]*Manager
@@ -184,7 +186,8 @@ func (f *clusterFleet) start(id string) *Manager {
 	links, err := f.c.NewClientLinks(f.px, id)
 	require.NoError(f.t, err)
 	f.t.Cleanup(links.Close)
-	cl := f.c.Client(links, &redis.ClusterOptions{ContextTimeoutEnabled: true, MaxRetries: 3, MaxRedirects: 8})
+	cl := f.c.Client(links, &redis.ClusterOptions{ContextTimeoutEnabled: true, MaxRetries: 3, MaxRedirects: 8,
+		ClusterStateReloadInterval: f.reload})
 	f.t.Cleanup(func() { _ = cl.Close() })
 	m, err := New(cl, cfg)
 	require.NoError(f.t, err)
@@ -514,4 +517,55 @@ func TestClusterStopReleasesWhenTheHeartbeatPrimaryIsCut(t *testing.T) {
 		require.NoError(t, err)
 		require.NotEqual(t, values[ep], v, "%s: a's lease is still in Redis after its Stop returned", ep)
 	}
+}
+
+// The probe of a primary marked down finds the replica promoted in its place by itself. The cluster
+// client reloads its slot map only after a command routed through it fails, or every few seconds, and
+// the probe's PING of the node goes around it: here the instance's other keys (its heartbeat, the
+// registry) live on other shards, so nothing else fails on the dead one, and the client is left with
+// go-redis's default reload interval (a minute): without a reload asked by the probe, the endpoint's
+// shard stayed down until some other command failed or the minute was up. (With the harness's 250 ms
+// reload interval, a campaign saw it found 1.4 s after the promotion, past a renewal interval and a
+// call bound: the probe read the old map, waited out its PING, and looked again a probe interval later.)
+func TestClusterProbeFindsThePromotedReplica(t *testing.T) {
+	t.Parallel()
+	c, px := startCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cfg := testConfig()
+	k := newKeys(cfg.KeyPrefix, LayoutCluster)
+	elsewhere := map[*deploy.ClusterNode]bool{primaryOf(t, ctx, c, k.node("a")): true, primaryOf(t, ctx, c, k.nodes()): true}
+	var eps []string
+	for _, ep := range endpoints(64) {
+		if !elsewhere[primaryOf(t, ctx, c, k.lease(ep))] {
+			eps = append(eps, ep)
+		}
+		if len(eps) == 3 {
+			break
+		}
+	}
+	require.Len(t, eps, 3, "endpoints on a shard of their own")
+	f := newClusterFleet(t, c, px, eps)
+	f.reload = time.Minute // go-redis's default: the client would not reload by itself for a minute
+	admin := clusterClient(t, c, px, "admin")
+	require.NoError(t, MarkEstablishedEndpoints(ctx, admin, f.cfg.KeyPrefix, eps))
+	m := f.start("a")
+	require.Eventually(t, f.allHeldOnce, settle, 20*time.Millisecond, "every endpoint acquired once")
+	down := func() int {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return len(m.downNodes)
+	}
+
+	_, _, err := c.KillPrimary(ctx, k.lease(eps[0])) // returns once the promoted replica serves the slot
+	require.NoError(t, err)
+	promoted := time.Now()
+	require.Eventually(t, func() bool { return down() > 0 }, 2*f.cfg.RenewInterval, 5*time.Millisecond,
+		"a renewal sent to the killed primary marks it down")
+	// Found within a probe interval (RenewInterval/2) and a probe's PING bound (OpTimeout), with as
+	// much again for the machine.
+	within := 2 * (f.cfg.RenewInterval/2 + f.cfg.OpTimeout)
+	require.Eventually(t, func() bool { return down() == 0 }, within, 5*time.Millisecond,
+		"the probe finds the promoted replica (within %s of the promotion)", within)
+	t.Logf("the shard was up again %s after the promotion", time.Since(promoted).Round(time.Millisecond))
 }

@@ -87,9 +87,11 @@
 // (for instance before moving to Redis Cluster): stop every instance of the old layout (Stop releases
 // their leases), then start the new ones, which wait out each endpoint's guard; never run both
 // layouts on one KeyPrefix at once. A go-redis ClusterClient learns a promoted primary from a MOVED
-// reply or from its periodic state reload, and a killed primary sends no MOVED: set
-// ClusterStateReloadInterval to a fraction of LeaseTTL (the default, 60s since go-redis v9.22, leaves
-// an instance dialling a dead primary for a minute, failing closed all the while).
+// reply or from its periodic state reload, and a killed primary sends no MOVED: the manager's probe of a
+// primary it marked down asks the client to reload its slot map, so the promoted replica is found within
+// a probe (RenewInterval/2 and an OpTimeout) whatever the setting; still set ClusterStateReloadInterval
+// to a fraction of LeaseTTL (the default, 60s since go-redis v9.22, leaves the calls that name no
+// endpoint — heartbeat, discovery — dialling a dead primary for a minute).
 //
 // # States
 //

@@ -1,6 +1,7 @@
 package lease
 
 import (
+	"context"
 	"errors"
 	"maps"
 
@@ -167,9 +168,18 @@ func (m *Manager) probeNodes() {
 	m.mu.Unlock()
 	var up []string
 	for addr, key := range down {
+		// The client learns of a promotion only when it reloads its slot map, which it does by itself
+		// only after a command routed through it fails, or every few seconds; a PING of the node
+		// goes around that. So each probe asks for a reload (in the background) and, when the node
+		// does not answer, looks again: a replica promoted in the meantime is found within a probe
+		// interval, not at the next failing heartbeat or discovery round that happens to hit that
+		// shard (seen: 1.4 s after the promotion, past a renewal interval and a call bound).
+		m.cc.ReloadState(context.Background())
 		octx, cancel := m.opCtx()
 		cl, err := m.cc.MasterForKey(octx, key)
 		if err == nil && (cl.Options().Addr != addr || cl.Ping(octx).Err() == nil) {
+			up = append(up, addr)
+		} else if cl, err := m.cc.MasterForKey(context.Background(), key); err == nil && cl.Options().Addr != addr {
 			up = append(up, addr)
 		}
 		cancel()
