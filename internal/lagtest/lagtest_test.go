@@ -63,12 +63,13 @@ func TestInconclusiveSkipsAndCounts(t *testing.T) {
 	var skipped bool
 	t.Run("judged elsewhere", func(t *testing.T) {
 		defer func() { skipped = t.Skipped() }()
-		Inconclusive(t, "the checker could not judge %s", "failover")
+		Inconclusive(t, "the checker could not judge %s", "failover\nor liveness")
 	})
 	require.True(t, skipped)
 	b, err := os.ReadFile(log)
 	require.NoError(t, err)
-	require.Contains(t, string(b), "judged_elsewhere: INCONCLUSIVE: the checker could not judge failover")
+	require.Equal(t, "TestInconclusiveSkipsAndCounts/judged_elsewhere: INCONCLUSIVE: the checker could not judge failover or liveness\n", string(b),
+		"one line a test, whatever the message")
 }
 
 // A late event is excused only by lag that can account for it: at most Handoffs times the worst lag past
