@@ -11,6 +11,20 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// slowWatch is a watch of a backend whose every answer takes 80 ms, once it has seen one.
+func slowWatch(t *testing.T) *Watch {
+	slow := Ping{Name: "slow backend", Do: func(ctx context.Context) error {
+		select {
+		case <-time.After(80 * time.Millisecond):
+		case <-ctx.Done():
+		}
+		return nil
+	}}
+	w := Start(t, slow)
+	require.Eventually(t, func() bool { lag, _ := w.Worst(); return lag >= 80*time.Millisecond }, 5*time.Second, time.Millisecond)
+	return w
+}
+
 // excused runs Excuse in a subtest with tolerance and reports whether the subtest was skipped (Excuse
 // returned otherwise, and the subtest went on).
 func excused(t *testing.T, w *Watch, tolerance time.Duration) bool {
@@ -30,15 +44,7 @@ func excused(t *testing.T, w *Watch, tolerance time.Duration) bool {
 func TestExcuseNeedsLagAboveTheTolerance(t *testing.T) {
 	log := filepath.Join(t.TempDir(), "inconclusive.txt")
 	t.Setenv(LogEnv, log)
-	slow := Ping{Name: "slow backend", Do: func(ctx context.Context) error {
-		select {
-		case <-time.After(80 * time.Millisecond):
-		case <-ctx.Done():
-		}
-		return nil
-	}}
-	w := Start(t, slow)
-	require.Eventually(t, func() bool { lag, _ := w.Worst(); return lag >= 80*time.Millisecond }, 5*time.Second, time.Millisecond)
+	w := slowWatch(t)
 	lag, what := w.Worst()
 	require.Equal(t, "slow backend's answer to a ping", what)
 
@@ -76,15 +82,7 @@ func TestInconclusiveSkipsAndCounts(t *testing.T) {
 // its bound.
 func TestExcuseLateNeedsLagThatAccountsForIt(t *testing.T) {
 	t.Setenv(LogEnv, filepath.Join(t.TempDir(), "inconclusive.txt"))
-	slow := Ping{Name: "slow backend", Do: func(ctx context.Context) error {
-		select {
-		case <-time.After(80 * time.Millisecond):
-		case <-ctx.Done():
-		}
-		return nil
-	}}
-	w := Start(t, slow)
-	require.Eventually(t, func() bool { lag, _ := w.Worst(); return lag >= 80*time.Millisecond }, 5*time.Second, time.Millisecond)
+	w := slowWatch(t)
 	lateBy := func(over time.Duration) bool {
 		var skipped bool
 		t.Run("late", func(t *testing.T) {
