@@ -129,6 +129,10 @@ func Check(h history.History, opts Options) Report {
 	return rep
 }
 
+// exercisedPrefix begins the message of an invariant the scenario exists to exercise that had nothing to
+// judge (judgeUnscheduledLag finds it by it).
+const exercisedPrefix = "the scenario exists to exercise"
+
 // exercised turns a Skipped result into Unknown for every invariant the scenario exists to exercise
 // (Meta.Exercises): a crash-failover run with no measured takeover is no pass, it is a run that showed
 // nothing.
@@ -136,7 +140,7 @@ func exercised(rep *Report, inv []string) {
 	for i, r := range rep.Results {
 		if r.Outcome == Skipped && slices.Contains(inv, r.Invariant) {
 			rep.Results[i].Outcome = Unknown
-			rep.Results[i].Message = fmt.Sprintf("the scenario exists to exercise %s, and this run gave it nothing to judge (%s)", r.Invariant, r.Message)
+			rep.Results[i].Message = fmt.Sprintf("%s %s, and this run gave it nothing to judge (%s)", exercisedPrefix, r.Invariant, r.Message)
 		}
 	}
 }

@@ -133,7 +133,7 @@ func judgeUnscheduledLag(idx *index, rep *Report) {
 		if res.Outcome != Unknown {
 			continue
 		}
-		exercised := strings.HasPrefix(res.Message, "the scenario exists to exercise")
+		exercised := strings.HasPrefix(res.Message, exercisedPrefix)
 		if !exercised && (res.Invariant != InvAssumptions || !strings.HasPrefix(res.Message, unscheduledPrefix)) {
 			continue
 		}

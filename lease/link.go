@@ -169,20 +169,15 @@ func (m *Manager) probeNodes() {
 	var up []string
 	for addr, key := range down {
 		// The client learns of a promotion only when it reloads its slot map, which it does by itself
-		// only after a command routed through it fails, or every few seconds; a PING of the node
-		// goes around that. So each probe asks for a reload (in the background) and, when the node
-		// does not answer, looks again: a replica promoted in the meantime is found within a probe
-		// interval, not at the next failing heartbeat or discovery round that happens to hit that
-		// shard (seen: 1.4 s after the promotion, past a renewal interval and a call bound).
+		// only after a command routed through it fails, or at its ClusterStateReloadInterval; a PING of
+		// the node goes around that. So each probe asks for a reload (in the background): a replica
+		// promoted in the meantime is found within a probe, not at the next failing heartbeat or
+		// discovery round that happens to hit that shard (seen: 1.4 s after the promotion, past a
+		// renewal interval and a call bound).
 		m.cc.ReloadState(context.Background())
-		octx, cancel := m.opCtx()
-		cl, err := m.cc.MasterForKey(octx, key)
-		if err == nil && (cl.Options().Addr != addr || cl.Ping(octx).Err() == nil) {
-			up = append(up, addr)
-		} else if cl, err := m.cc.MasterForKey(context.Background(), key); err == nil && cl.Options().Addr != addr {
+		if m.probeNode(addr, key) {
 			up = append(up, addr)
 		}
-		cancel()
 	}
 	if len(up) == 0 {
 		return
@@ -223,6 +218,24 @@ func (m *Manager) probeNodes() {
 	m.kick(m.discoverKick)
 	m.kick(m.renewKick)
 	m.kick(m.acquireKick)
+}
+
+// probeNode reports whether the primary at addr, marked down for key's slot, is up again: the client
+// finds key's slot served by another node, or the node answers PING. When it does not answer, the slot
+// map is read again: the reload probeNodes asked for may have landed while the PING waited. Each step
+// is bounded by OpTimeout.
+func (m *Manager) probeNode(addr, key string) bool {
+	octx, cancel := m.opCtx()
+	cl, err := m.cc.MasterForKey(octx, key)
+	up := err == nil && (cl.Options().Addr != addr || cl.Ping(octx).Err() == nil)
+	cancel()
+	if up {
+		return true
+	}
+	octx, cancel = m.opCtx()
+	defer cancel()
+	cl, err = m.cc.MasterForKey(octx, key)
+	return err == nil && cl.Options().Addr != addr
 }
 
 // probe does nothing while the link is healthy. While it is unhealthy it sends PING and, once a reply
