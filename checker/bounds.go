@@ -32,14 +32,16 @@ import (
 //	blind         one-way partition, replies held past the     start + blind + TTL (+ the hold, for
 //	              call bound, requests held < TTL (a hold       requests that land late)
 //	              counts past it when a fresh connection's
-//	              set-up and call, callTrips × the hold, do)
+//	              set-up and call, callTrips × the hold, do;
+//	              so does a latency whose slowest trips do)
 //	handoff       graceful stop (with or without a signal)     start + PollDuration
 //	backend-down  outage of the whole fleet, redis-pause,      max(start + TTL, end + notice)
 //	              restart from an append-only file
 //	wipe          restart empty or from an older snapshot,     end (or the promotion) + notice + TTL
 //	              a replica promoted, a slot moved
-//	slow          latency, held requests that match, holds     adds what it delays: 3 × (latency +
-//	              within the call bound                        jitter), or the hold
+//	slow          latency and holds that even a fresh          adds what it delays: 3 × (latency +
+//	              connection's call waits out, held requests   jitter), or the hold
+//	              that match
 //
 // A fault's takeover is judged against its own deadline. Another fault that hinders the same takeover
 // moves the deadline to the later of the two (see deadlineOf): a backend-wide fault always does, an
@@ -156,7 +158,17 @@ func Classify(f *history.Fault, m history.Meta) FaultClass {
 		name == "shard-primary-kill" || name == "slot-migration" || name == "shard-node-restart":
 		return ClassWipe
 	case name == "latency":
-		return ClassSlow
+		// A round trip costs latency ± jitter, half each way (chaos.Latency): slow while even a call
+		// that opens a connection fits its slowest trips in the call bound; else calls may fail while
+		// what they sent lands, as under held replies.
+		slowest, fastest := roundTrips(f)
+		switch {
+		case slowest*callTrips(t) < t.OpTimeout:
+			return ClassSlow
+		case fastest/2 >= m.LeaseTTL:
+			return ClassSilent
+		}
+		return ClassBlind
 	case name == "slow-requests":
 		d := paramDur(f, "delay")
 		switch {
@@ -185,20 +197,49 @@ func Classify(f *history.Fault, m history.Meta) FaultClass {
 // the holder loses its calls as under a lost reply, and the fault is blind, not slow.
 func callTrips(t history.Timing) time.Duration { return time.Duration(1 + max(t.HandshakeReplies, 0)) }
 
-// answered reports whether calls on an open connection are still answered within their bound under
-// fault f (a hold or a latency shorter than the bound), even if its class is blind because a call on a
-// fresh connection is not.
+// OwesTakeover reports whether fault f, in a run with meta m, owes a takeover of what its targets
+// held, judged against its own deadline: its class does (see the table), and it is not a hold or a
+// latency under which calls on open connections may still be answered (answered), whose holder may
+// keep its leases.
+func OwesTakeover(f *history.Fault, m history.Meta) bool {
+	c := Classify(f, m)
+	return owesTakeover(c) && (c != ClassBlind || !answered(f, m))
+}
+
+// roundTrips returns the slowest and the fastest round trip a latency fault allows: latency + jitter
+// and latency - jitter.
+func roundTrips(f *history.Fault) (slowest, fastest time.Duration) {
+	l, j := paramDur(f, "latency"), paramDur(f, "jitter")
+	return l + j, max(l-j, 0)
+}
+
+// answered reports whether calls on an open connection may still be answered within their bound under
+// fault f (a hold shorter than the bound; a latency whose fastest round trip is), even if its class is
+// blind because a call on a fresh connection, or a slow trip of the jitter, is not. The holder may then
+// keep its leases or lose them: it owes no takeover of its own.
 func answered(f *history.Fault, m history.Meta) bool {
 	t, _ := timingOf(m)
 	switch strings.ToLower(f.Name) {
 	case "latency":
-		return true
+		_, fastest := roundTrips(f)
+		return fastest < t.OpTimeout
 	case "slow-requests":
 		return f.Params["match"] != "" || paramDur(f, "delay") < t.OpTimeout
 	case "slow-replies":
 		return paramDur(f, "delay") < t.OpTimeout
 	}
 	return false
+}
+
+// slowedBy is what a slowing fault (a latency, a hold) adds to a deadline it hinders, and why.
+func slowedBy(f *history.Fault) (time.Duration, string) {
+	if f.Name == "latency" {
+		slowest, _ := roundTrips(f)
+		d := 3 * slowest
+		return d, fmt.Sprintf("%s: three one-way trips slowed (the last renewal, the survivor's acquire and its reply): %v", f.Name, d)
+	}
+	d := paramDur(f, "delay")
+	return d, fmt.Sprintf("%s: what it holds arrives %v late", f.Name, d)
 }
 
 // paramDur reads a duration parameter ("1500ms", "2s"); zero when absent or unreadable.
@@ -239,9 +280,13 @@ func (idx *index) deadline(fe *history.Event) (Deadline, bool) {
 		}
 	case ClassBlind:
 		bw := blindWrites(t)
-		late := time.Duration(0)
-		if f.Name == "slow-requests" {
-			late = paramDur(f, "delay") // a renewal held less than a TTL lands late, and still extends
+		late := time.Duration(0) // a renewal held or slowed less than a TTL lands late, and still extends
+		switch f.Name {
+		case "slow-requests":
+			late = paramDur(f, "delay")
+		case "latency":
+			slowest, _ := roundTrips(f)
+			late = slowest / 2
 		}
 		d.At = s + bw + late + max(ttl, deadPeer(idx.meta, t)) + tol
 		d.Why = fmt.Sprintf("%s: the holder's writes land unseen until it can know (a renewal or heartbeat interval and a call bound: %v)", f.Name, bw)
@@ -276,14 +321,7 @@ func (idx *index) deadline(fe *history.Event) (Deadline, bool) {
 		d.At = back + notice(t) + ttl + tol
 		d.Why = fmt.Sprintf("%s: the backend lost (or may have lost) data; holders from before may believe for a TTL (%v), so nothing is granted for a TTL after a system learns of it, within a renewal interval and a call bound (%v) of the backend's return", f.Name, ttl, notice(t))
 	case ClassSlow:
-		switch f.Name {
-		case "latency":
-			d.Delay = 3 * (paramDur(f, "latency") + paramDur(f, "jitter"))
-			d.Why = fmt.Sprintf("%s: three one-way trips slowed (the last renewal, the survivor's acquire and its reply): %v", f.Name, d.Delay)
-		default:
-			d.Delay = paramDur(f, "delay")
-			d.Why = fmt.Sprintf("%s: what it holds arrives %v late", f.Name, d.Delay)
-		}
+		d.Delay, d.Why = slowedBy(f)
 		return d, true
 	default:
 		return d, false

@@ -551,3 +551,49 @@ func TestAStallAfterAHoldThatCostTheLeaseHindersIt(t *testing.T) {
 	r = resultOf(t, Check(build(2, false), DefaultOptions()), InvLiveness)
 	require.Equal(t, Violated, r.Outcome, "a holder that stopped polling on its own: %s", r.Message)
 }
+
+// A latency fault slows every round trip by latency ± jitter. Where even the calls of a fresh
+// connection fit their slowest trips in the call bound, it is slow; where they do not, a call may fail
+// while what it sent lands, and the fault is blind, as a hold is. The composing nemesis draws 100 to
+// 300 ms with half as much jitter against a 300 ms call bound: every one is blind for a fresh
+// connection, and the largest for an open one. Its holder lost a renewal to the smallest (f1) and the
+// endpoint was taken over 4.45 s after the fault: inside the blind deadline (the renewal landed and
+// kept the lease a TTL), past what a slow fault allows (the liveness limit + 3 × 150 ms).
+func TestALatencyPastTheCallBoundIsBlind(t *testing.T) {
+	meta := func(handshake int) history.Meta {
+		return history.Meta{LeaseTTL: 3 * time.Second, Timing: &history.Timing{RenewInterval: time.Second,
+			OpTimeout: ms(300), PollDuration: ms(100), HandshakeReplies: handshake}}
+	}
+	latency := func(l, j string) *history.Fault {
+		return &history.Fault{Name: "latency", Params: map[string]string{"latency": l, "jitter": j}}
+	}
+	require.Equal(t, ClassSlow, Classify(latency("60ms", "30ms"), meta(2)), "3 trips of 90 ms fit 300 ms")
+	require.Equal(t, ClassBlind, Classify(latency("100ms", "50ms"), meta(2)), "3 trips of 150 ms do not")
+	require.Equal(t, ClassSlow, Classify(latency("100ms", "50ms"), meta(0)), "1 trip of 150 ms fits")
+	require.True(t, answered(latency("100ms", "50ms"), meta(2)))
+	require.Equal(t, ClassBlind, Classify(latency("300ms", "150ms"), meta(2)))
+	require.True(t, answered(latency("300ms", "150ms"), meta(2)), "a trip of 150 ms is answered")
+	require.False(t, answered(latency("500ms", "100ms"), meta(2)), "no trip is under 400 ms")
+	require.Equal(t, ClassSilent, Classify(latency("8s", "1s"), meta(2)), "every request lands 3.5 s late")
+
+	s := time.Second
+	key := "poll:lease:e1"
+	b := newBuilder().life("a", history.LifeStarted, 0).life("b", history.LifeStarted, 0).
+		op("a", history.OpAcquire, key, "a:1", 3*s, ms(2), ms(3), true, "").
+		polls("a", "e1", ms(4), 5*s+ms(5), s, 1).
+		polls("b", "e2", 0, 20*s, s, 1)
+	for i := 1; i <= 5; i++ {
+		b.op("a", history.OpRenew, key, "a:1", 3*s, time.Duration(i)*s+ms(300), time.Duration(i)*s+ms(301), true, "")
+	}
+	b.faultP("f1", "latency", 5*s+ms(350), 12*s, map[string]string{"latency": "100ms", "jitter": "50ms"}, "a").
+		unknownOp("a", history.OpRenew, key, "a:1", 3*s, 6*s+ms(300)).
+		op("b", history.OpAcquire, key, "b:1", 3*s, 9*s+ms(798), 9*s+ms(799), true, "").
+		polls("b", "e1", 9*s+ms(800), 20*s, s, 2)
+	b.meta.Timing = &history.Timing{RenewInterval: time.Second, HeartbeatInterval: time.Second,
+		OpTimeout: ms(300), PollDuration: ms(100), HandshakeReplies: 2}
+	rep := Check(b.build(), DefaultOptions())
+	r := resultOf(t, rep, InvLiveness)
+	require.Equal(t, Pass, r.Outcome, r.Message)
+	r = resultOf(t, rep, InvFailover)
+	require.NotEqual(t, Violated, r.Outcome, "a holder whose calls may be answered owes no takeover: %s", r.Message)
+}

@@ -112,11 +112,12 @@ func (idx *index) extended(d Deadline, ep string, since, stop time.Duration, tak
 			}
 			used[g], changed = true, true
 			if gd.Class == ClassBlind && answered(g.Fault, idx.meta) {
-				// A hold that is blind only for a call that opens a connection still delays the calls on
-				// the open ones, as a slow fault does; it may also cost the lease, as a blind one does.
-				delay := paramDur(g.Fault, "delay")
+				// A hold (or a latency) that is blind only for a call that opens a connection, or for a
+				// slow trip of its jitter, still delays the calls answered, as a slow fault does; it may
+				// also cost the lease, as a blind one does.
+				delay, why := slowedBy(g.Fault)
 				d.At += delay
-				d.Why += fmt.Sprintf("; %s %s: what it holds arrives %v late, adds %v", g.Fault.ID, g.Fault.Name, round(delay), round(delay))
+				d.Why += fmt.Sprintf("; %s %s, adds %v", g.Fault.ID, why, round(delay))
 			}
 			if gd.Class == ClassSlow {
 				d.At += gd.Delay

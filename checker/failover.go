@@ -68,7 +68,7 @@ func checkFailover(idx *index, opts Options) (Result, []Failover) {
 			// target the lease, or not: calls on its open connections are answered. It owes no takeover
 			// of its own; where the holder did lose the endpoint, liveness judges the gap against its
 			// deadline.
-			if !ok || !owesTakeover(d.Class) || len(f.Targets) == 0 || (d.Class == ClassBlind && answered(f, idx.meta)) {
+			if !ok || !OwesTakeover(f, idx.meta) || len(f.Targets) == 0 {
 				continue
 			}
 			first = d

@@ -170,7 +170,7 @@ func (s Scenario) Validate() error {
 // takeover. An aborted start is left out: the instance it stops never held anything.
 func exercises(sc Scenario, t Timing) []string {
 	out := append([]string(nil), sc.Exercises...)
-	meta := history.Meta{LeaseTTL: t.LeaseTTL, Timing: &history.Timing{RenewInterval: t.RenewInterval, OpTimeout: t.OpTimeout, PollDuration: t.PollDuration}}
+	meta := history.Meta{LeaseTTL: t.LeaseTTL, Timing: &history.Timing{RenewInterval: t.RenewInterval, OpTimeout: t.OpTimeout, PollDuration: t.PollDuration, HandshakeReplies: DefaultHandshakeReplies}}
 	for _, st := range sc.Steps {
 		f := &history.Fault{Name: st.Fault.Name(), Params: map[string]string{}}
 		switch x := st.Fault.(type) {
@@ -178,14 +178,14 @@ func exercises(sc Scenario, t Timing) []string {
 			f.Params["delay"], f.Params["match"] = x.Delay.String(), x.Match
 		case chaos.SlowReplies:
 			f.Params["delay"] = x.Delay.String()
+		case chaos.Latency:
+			f.Params["latency"], f.Params["jitter"] = x.Latency.String(), x.Jitter.String()
 		case chaos.AbortedStart, chaos.Outage:
 			continue
 		}
-		switch checker.Classify(f, meta) {
-		case checker.ClassGone, checker.ClassSilent, checker.ClassBlind, checker.ClassHandoff:
-			if !slices.Contains(out, checker.InvFailover) {
-				out = append(out, checker.InvFailover)
-			}
+		if checker.OwesTakeover(f, meta) && checker.Classify(f, meta) != checker.ClassBackendDown &&
+			!slices.Contains(out, checker.InvFailover) {
+			out = append(out, checker.InvFailover)
 		}
 	}
 	return out
