@@ -3,6 +3,7 @@ package chaos_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"strconv"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/tenurelabs/tenure/chaos"
 	"github.com/tenurelabs/tenure/internal/redisserver"
 	"github.com/tenurelabs/tenure/internal/redistest"
+	"github.com/tenurelabs/tenure/internal/resp"
 	"github.com/tenurelabs/tenure/internal/toxitest"
 )
 
@@ -251,4 +253,44 @@ func TestHoldMatchesCommandsInAnyCase(t *testing.T) {
 	require.Eventually(t, func() bool { return direct.TTL(ctx, "k").Val() > 0 }, 10*time.Second, 10*time.Millisecond)
 	require.GreaterOrEqual(t, time.Since(sent), delay-50*time.Millisecond, "it lands no earlier than its delay")
 	require.NoError(t, link.Heal())
+}
+
+// ioredis holds its commands until the reply to its INFO ready check: during a one-way partition a
+// connection it opens must get that reply, or its commands never reach Redis and the fault is a
+// partition both ways for it.
+func TestOneWayLetsAReadyCheckThrough(t *testing.T) {
+	link, direct := embeddedLink(t)
+	require.NoError(t, link.DropReplies())
+	t.Cleanup(func() { _ = link.Heal() })
+	conn, err := net.Dial("tcp", link.Addr())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+	rd := resp.NewReader(resp.Limits{})
+	read := func(wait time.Duration) (resp.Value, error) {
+		buf := make([]byte, 64<<10)
+		require.NoError(t, conn.SetReadDeadline(time.Now().Add(wait)))
+		for {
+			if v, ok, err := rd.Next(); err != nil || ok {
+				return v, err
+			}
+			n, err := conn.Read(buf)
+			if err != nil {
+				return resp.Value{}, err
+			}
+			rd.Feed(buf[:n])
+		}
+	}
+	_, err = conn.Write(resp.AppendCommand(nil, "INFO", "persistence"))
+	require.NoError(t, err)
+	v, err := read(5 * time.Second)
+	require.NoError(t, err, "the ready check's reply must come through")
+	require.Contains(t, v.Str, "loading:0")
+	_, err = conn.Write(resp.AppendCommand(nil, "INCR", "ready-checked"))
+	require.NoError(t, err)
+	_, err = read(300 * time.Millisecond)
+	var ne net.Error
+	require.ErrorAs(t, err, &ne, "the command's reply must be lost")
+	require.True(t, ne.Timeout())
+	require.Eventually(t, func() bool { return direct.Get(context.Background(), "ready-checked").Val() == "1" },
+		2*time.Second, 10*time.Millisecond, "the command must have landed")
 }

@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/Shopify/toxiproxy/v2/stream"
 	"github.com/Shopify/toxiproxy/v2/toxics"
+
+	"github.com/tenurelabs/tenure/internal/resp"
 )
 
 // oneWayType is the toxic type name of oneWay in toxiproxy's registry.
@@ -16,10 +17,10 @@ const oneWayType = "tenure_one_way"
 
 // oneWay is a pair of toxics, one on each direction of a link, that together drop every reply of a
 // Redis connection except the replies to the connection's handshake. A client that dials during the
-// fault completes its handshake (HELLO, CLIENT SETINFO, ...) and sends its command, which lands; only
-// the command's reply is lost. Without this a one-way partition is a full one for every new
-// connection: go-redis needs the HELLO reply before it sends anything else, so its retries on fresh
-// connections would never reach the server.
+// fault completes its handshake (HELLO, CLIENT SETINFO, ioredis's INFO: resp.SetupCommand) and sends
+// its command, which lands; only the command's reply is lost. Without this a one-way partition is a
+// full one for every new connection: go-redis needs the HELLO reply before it sends anything else
+// (ioredis the INFO reply), so its retries on fresh connections would never reach the server.
 //
 // The request side (upstream) reads the commands a connection starts with and counts the leading
 // handshake commands; the reply side (downstream) of the same connection lets exactly that many
@@ -155,9 +156,6 @@ func (t *oneWay) Pipe(stub *toxics.ToxicStub) {
 	}
 }
 
-// handshakeCommands are the commands go-redis sends when it sets up a connection.
-var handshakeCommands = map[string]bool{"HELLO": true, "AUTH": true, "CLIENT": true, "SELECT": true, "READONLY": true}
-
 func (st *oneWayState) readRequests(data []byte) {
 	if st.done {
 		return
@@ -172,7 +170,7 @@ func (st *oneWayState) readRequests(data []byte) {
 		if n == 0 {
 			return
 		}
-		if !handshakeCommands[strings.ToUpper(commandName(st.buf[:n]))] {
+		if !resp.SetupCommand(commandName(st.buf[:n])) {
 			st.done, st.buf = true, nil
 			return
 		}

@@ -130,16 +130,19 @@ type DeadPeerBounder interface {
 // HandshakeReplier is an optional capability of a System whose Redis client opens a connection with
 // other than DefaultHandshakeReplies replies to wait for, one after another, before its first command
 // (history.Timing.HandshakeReplies): 0 for a client that sends nothing first, 1 for one that pipelines
-// its set-up.
+// its set-up. A process system needs none: its connections' set-up is measured at the wire
+// (SetupTally).
 type HandshakeReplier interface {
 	HandshakeReplies() int
 }
 
-// DefaultHandshakeReplies is what a fresh connection of the clients the harness builds (go-redis v9)
-// waits for before its first command: the reply to HELLO, then the replies to CLIENT SETINFO (library
-// name and version, pipelined). Systems that say nothing (HandshakeReplier) are judged with it: a
+// DefaultHandshakeReplies is what a fresh connection of the clients the harness builds (go-redis
+// v9.23, RESP3) waits for before its first command, as the wire shows it (TestWireCountsEachConnections
+// SetUp): the reply to HELLO, then to CLIENT MAINT_NOTIFICATIONS (the client's maintenance
+// notifications, on by default since v9.15 and asked for alone), then to CLIENT SETINFO (library name
+// and version, pipelined). Systems that say nothing (HandshakeReplier) are judged with it: a
 // client that waits for fewer is judged as if a hold could cost it more than it does, never less.
-const DefaultHandshakeReplies = 2
+const DefaultHandshakeReplies = 3
 
 // OpClassifier is an optional capability of a System: it tells the recorder what a Redis command means
 // in the lease model (acquire, renew, release, read). Commands it does not claim fall back to the
