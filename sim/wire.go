@@ -207,11 +207,11 @@ func (w *WireRecorder) serve(client net.Conn) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		pump(client, up, c.requests)
+		pumpUntil(client, up, c.requests)
 		_ = up.Close()
 		_ = client.Close()
 	}()
-	pump(up, client, c.replies)
+	pumpUntil(up, client, func(p []byte) bool { c.replies(p); return true })
 	_ = up.Close()
 	_ = client.Close()
 	<-done
@@ -229,13 +229,16 @@ func (w *WireRecorder) dial(ctx context.Context) (net.Conn, error) {
 	return d.DialContext(ctx, "tcp", w.cfg.Upstream)
 }
 
-// pump copies from src to dst, showing each chunk to see before passing it on, until either fails.
-func pump(src, dst net.Conn, see func([]byte)) {
+// pumpUntil copies from src to dst, showing each chunk to see before passing it on, until either
+// fails or see refuses a chunk.
+func pumpUntil(src, dst net.Conn, see func([]byte) bool) {
 	buf := make([]byte, 64<<10)
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
-			see(buf[:n])
+			if !see(buf[:n]) {
+				return
+			}
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				return
 			}

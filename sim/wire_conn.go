@@ -1,12 +1,14 @@
 package sim
 
 import (
+	"bytes"
 	"fmt"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/tenurelabs/tenure/history"
 	"github.com/tenurelabs/tenure/internal/resp"
 )
 
@@ -58,6 +60,7 @@ type wireConn struct {
 	reqBroken bool // the client's stream could not be read: later commands are unknown to the recorder
 	repBroken bool // the server's stream could not be read: no reply can be matched any more
 
+	seen       bool // the client has sent something
 	setupDone  bool // the client has sent a command of its own (not resp.SetupCommand)
 	setupTrips int  // the set-up's round trips so far (see countSetup)
 }
@@ -70,13 +73,27 @@ func newWireConn(w *WireRecorder, id int) *wireConn {
 	return &wireConn{w: w, id: id, proto: 2, reqs: resp.NewCommandReader(resp.Limits{}), reps: resp.NewReader(resp.Limits{})}
 }
 
+// clusterBusSignature starts every message of the Redis Cluster bus ("RCmb").
+var clusterBusSignature = []byte("RCmb")
+
 // requests reads bytes the client sent, before they are forwarded, so every command is stamped (and
-// waiting for its reply) before the server can see it.
-func (c *wireConn) requests(p []byte) {
+// waiting for its reply) before the server can see it. It refuses a connection that opens with a Redis
+// Cluster bus message: not the instance's, but a cluster node dialling a peer's old address that the
+// recorder's listener was given since (a free port reused while tests run side by side). It is closed
+// unforwarded, and noted.
+func (c *wireConn) requests(p []byte) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.reqBroken {
-		return
+		return true
+	}
+	if !c.seen {
+		c.seen = true
+		if bytes.HasPrefix(p, clusterBusSignature) {
+			c.w.cfg.Recorder.Add(history.Event{Kind: history.KindNote, At: c.w.cfg.Recorder.Now(), Instance: c.w.cfg.Instance,
+				Note: fmt.Sprintf("wire recorder of %s: connection %d opened with a Redis Cluster bus message, not a client's command: another process dialled a port the recorder was given; closed unread", c.w.cfg.Instance, c.id)})
+			return false
+		}
 	}
 	c.reqs.Feed(p)
 	for {
@@ -84,10 +101,10 @@ func (c *wireConn) requests(p []byte) {
 		if err != nil {
 			c.reqBroken = true
 			c.w.fault(fmt.Errorf("sim: wire recorder of %s, connection %d: the client sent what is not a Redis command: %w", c.w.cfg.Instance, c.id, err))
-			return
+			return true
 		}
 		if !ok {
-			return
+			return true
 		}
 		c.command(args)
 	}

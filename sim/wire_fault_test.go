@@ -133,6 +133,40 @@ func TestWireRecorderMalformedRequests(t *testing.T) {
 	require.Equal(t, []string{"SET poll:lease:a me NX PX 1000 => acquire ok"}, summary(rec))
 }
 
+// A connection that opens with a Redis Cluster bus message is another process's (a cluster node
+// dialling a peer's old port, which the recorder's listener was given since): it is closed unforwarded
+// and noted, not taken for an instance that does not speak Redis; the instance's own connections go on.
+func TestWireRecorderClosesAStrayClusterBusConnection(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	w, rec := newWire(t, srv.Addr(), nil)
+	stray, err := net.Dial("tcp", w.Addr())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = stray.Close() })
+	msg := append([]byte("RCmb"), make([]byte, 2252)...) // a bus message's signature, then its header
+	_, err = stray.Write(msg)
+	require.NoError(t, err)
+	require.NoError(t, stray.SetReadDeadline(time.Now().Add(5*time.Second)))
+	_, err = stray.Read(make([]byte, 16))
+	require.Error(t, err, "the stray connection must be closed, with nothing sent back")
+	var ne net.Error
+	require.False(t, errors.As(err, &ne) && ne.Timeout(), "closed, not left open: %v", err)
+
+	c := dialRaw(t, w.Addr())
+	c.send("SET poll:lease:a me NX PX 1000")
+	c.recv(1)
+	require.NoError(t, w.Err())
+	require.Equal(t, []string{"SET poll:lease:a me NX PX 1000 => acquire ok"}, summary(rec))
+	var notes []string
+	for _, e := range rec.Events() {
+		if e.Kind == history.KindNote {
+			notes = append(notes, e.Note)
+		}
+	}
+	require.Len(t, notes, 1)
+	require.Contains(t, notes[0], "Redis Cluster bus message")
+}
+
 // An upstream that refuses (a cut link) is passed on as a reset connection; nothing is recorded.
 func TestWireRecorderUpstreamRefused(t *testing.T) {
 	t.Parallel()

@@ -77,6 +77,9 @@ func summary(rec *history.Recorder) []string {
 	var out []string
 	for _, e := range rec.Events() {
 		op := e.Op
+		if op == nil {
+			continue // a note
+		}
 		s := op.Command + " => " + string(op.Kind)
 		switch {
 		case op.Unknown:
