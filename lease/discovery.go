@@ -120,7 +120,9 @@ func sameList(a, b []string) bool {
 // only: at its first round; while the link recovers; when a known instance's heartbeat has vanished, or
 // a scan finds a registered instance's heartbeat gone before the expiry its entry was written with, and
 // then at every round for one HeartbeatTTL (after a Redis restart the survivors' heartbeats come back one
-// by one, and an instance that started meanwhile knew none of them); and at least every
+// by one, and an instance that started meanwhile knew none of them); while a fresh-dataset guard it
+// was refused by may still hold grants (scanRegistryUntil: the registry was lost with the dataset, and
+// the survivors write it again over a HeartbeatInterval, most without an announcement); and at least every
 // nodeRescanRounds rounds' worth of DiscoveryInterval, which bounds how long an instance whose
 // announcement was lost stays unknown (balance suffers meanwhile, never safety: the assignment only
 // chooses who tries to acquire).

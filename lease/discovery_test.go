@@ -422,3 +422,36 @@ func newFleetProbe(t *testing.T, addr string) fleetProbe {
 	beat := func(id string) { beatFor(id, time.Hour) }
 	return fleetProbe{c: c, clk: clk, m: m, ctx: ctx, beat: beat, beatFor: beatFor}
 }
+
+// An instance that started just after a Redis restart read a registry the survivors had not written
+// again yet, and knew none of them: nothing vanished from its view. A survivor that writes its entry
+// afterwards without an announcement must be found before the fresh-dataset guard ends, not at the
+// periodic rescan (explore, seed 374609155: ep-11 unpolled for 7.1 s, 2.2 s past the wipe's
+// deadline, the newcomer's view lacking i0 for 6.6 s).
+func TestAFreshDatasetGuardKeepsTheRegistryRead(t *testing.T) {
+	t.Parallel()
+	mr := miniredis.RunT(t)
+	p := newFleetProbe(t, mr.Addr())
+	clk, m, ctx, cfg := p.clk, p.m, p.ctx, p.m.cfg
+	round := func() []string {
+		t.Helper()
+		others, _, err := m.fleet(ctx, false)
+		require.NoError(t, err)
+		clk.advance(cfg.DiscoveryInterval)
+		return others
+	}
+	p.beatFor("a", cfg.HeartbeatTTL) // a wrote its entry again before self started; b had not
+	require.Equal(t, []string{"a"}, round(), "self's first round")
+	require.NoError(t, p.c.Set(ctx, "poll:epoch", "0 run", 0).Err())
+	m.scheduleGuardEnd([]string{"x"}) // self's first acquire pass was refused by the guard
+
+	p.beatFor("b", cfg.HeartbeatTTL) // b's periodic heartbeat: no announcement
+	require.Equal(t, []string{"a", "b"}, round(), "b is found while the guard holds grants")
+	for clk.Now().Before(m.guardUntil.Add(cfg.LeaseTTL + cfg.DiscoveryInterval)) {
+		round()
+	}
+	m.disc.mu.Lock()
+	scanUntil := m.disc.scanUntil
+	m.disc.mu.Unlock()
+	require.False(t, clk.Now().Before(scanUntil), "the guard is long over: no reason to keep scanning")
+}

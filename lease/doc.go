@@ -12,7 +12,9 @@
 // find each other by reading the registry, then the PTTL of each candidate's heartbeat (a candidate
 // whose heartbeat is gone is not alive). A discovery round reads the registry at its first round, while
 // its link recovers, after an instance vanished unannounced (and then at every round for one
-// HeartbeatTTL) and every six DiscoveryIntervals; otherwise it reads the heartbeats it knows and those
+// HeartbeatTTL), at every round while the fresh-dataset guard may hold grants (a lost dataset took the
+// registry with it, and the survivors write it again over a HeartbeatInterval), and every six
+// DiscoveryIntervals; otherwise it reads the heartbeats it knows and those
 // announced since. An instance whose announcement was lost is found by the next periodic read: balance
 // suffers until then, never safety. Targets come from a TargetSource (by default the session:<id> keys in Redis,
 // which are only ever read, in full only when the application's change counter or the server moved:

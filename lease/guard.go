@@ -83,6 +83,7 @@ func (m *Manager) settleEpochRefreshes(hs []*holding, calls []*scriptCall) {
 // takeover alarm for then. Errors are counted on the link and otherwise ignored: the periodic acquire
 // pass still retries.
 func (m *Manager) scheduleGuardEnd(refused []string) {
+	m.scanRegistryUntil(m.clock.Now().Add(m.cfg.LeaseTTL + m.cfg.DiscoveryInterval))
 	if m.keys.cluster {
 		m.scheduleEndpointGuards(refused)
 		return
@@ -109,6 +110,23 @@ func (m *Manager) scheduleGuardEnd(refused []string) {
 	m.guardUntil = until
 	m.mu.Unlock()
 	m.takeover.arm(until.Add(takeoverSlack))
+}
+
+// scanRegistryUntil has every discovery round read the fleet registry until t (see fleet). A refusal
+// by the fresh-dataset guard calls it, for as long as the guard can last and one round more: the
+// dataset was lost (or is new), and the registry with it. The instances that outlived the loss write
+// their heartbeats and registry entries again one by one, within a HeartbeatInterval and a call bound
+// of the backend's return, and most announce nothing (only those whose link failed rejoin); an
+// instance that read the registry before they did, one that started just after the loss, would find
+// them only at its periodic rescan, and the endpoints its assignment leaves to them would go unpolled
+// meanwhile. The guard lasts a LeaseTTL from the first grant attempt after the return: the rounds it
+// scans see every survivor before the first grants.
+func (m *Manager) scanRegistryUntil(t time.Time) {
+	m.disc.mu.Lock()
+	if t.After(m.disc.scanUntil) {
+		m.disc.scanUntil = t
+	}
+	m.disc.mu.Unlock()
 }
 
 // scheduleEndpointGuards arms the takeover alarm for the earliest end among the guards of the
