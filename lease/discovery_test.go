@@ -321,31 +321,24 @@ func TestScanRoundThatFindsTheFleetGoneKeepsScanning(t *testing.T) {
 	t.Parallel()
 	mr := miniredis.RunT(t)
 	p := newFleetProbe(t, mr.Addr())
-	clk, m, ctx, beat, cfg := p.clk, p.m, p.ctx, p.beat, p.m.cfg
-	round := func() []string {
-		t.Helper()
-		others, _, err := m.fleet(ctx, false)
-		require.NoError(t, err)
-		clk.advance(cfg.DiscoveryInterval)
-		return others
-	}
+	m, beat := p.m, p.beat
 	for _, id := range []string{"self", "a", "b"} {
 		beat(id)
 	}
-	require.Equal(t, []string{"a", "b"}, round())
+	require.Equal(t, []string{"a", "b"}, p.round(t))
 
 	mr.FlushAll() // Redis restarted empty
 	beat("a")     // a wrote its heartbeat again before the next round, b not yet
 	m.mu.Lock()
 	m.unhealthy = true // the round runs while the link recovers: it scans
 	m.mu.Unlock()
-	require.Equal(t, []string{"a"}, round())
+	require.Equal(t, []string{"a"}, p.round(t))
 	m.mu.Lock()
 	m.unhealthy = false
 	m.mu.Unlock()
 
 	beat("b")
-	require.Equal(t, []string{"a", "b"}, round(), "b is found by the next round")
+	require.Equal(t, []string{"a", "b"}, p.round(t), "b is found by the next round")
 }
 
 // An instance that starts just after a Redis restart emptied every heartbeat finds in the registry
@@ -361,13 +354,6 @@ func TestFirstRoundAfterARestartKeepsScanningForTheRegistered(t *testing.T) {
 	mr := miniredis.RunT(t)
 	p := newFleetProbe(t, mr.Addr())
 	clk, m, ctx, cfg := p.clk, p.m, p.ctx, p.m.cfg
-	round := func() []string {
-		t.Helper()
-		others, _, err := m.fleet(ctx, false)
-		require.NoError(t, err)
-		clk.advance(cfg.DiscoveryInterval)
-		return others
-	}
 	p.beatFor("gone", time.Second)   // an instance that died: its entry's expiry passes before self starts
 	p.beatFor("a", cfg.HeartbeatTTL) // the survivors' entries, written before the restart
 	p.beatFor("b", cfg.HeartbeatTTL)
@@ -376,14 +362,14 @@ func TestFirstRoundAfterARestartKeepsScanningForTheRegistered(t *testing.T) {
 	require.NoError(t, p.c.ZAdd(ctx, "poll:nodes", redis.Z{Score: float64(clk.Now().Add(-time.Second).UnixMilli()), Member: "gone"}).Err())
 	p.beatFor("a", cfg.HeartbeatTTL)
 	require.NoError(t, p.c.ZAdd(ctx, "poll:nodes", redis.Z{Score: float64(clk.Now().Add(cfg.HeartbeatInterval).UnixMilli()), Member: "b"}).Err())
-	require.Equal(t, []string{"a"}, round(), "self's first round: b has not written its heartbeat again yet")
+	require.Equal(t, []string{"a"}, p.round(t), "self's first round: b has not written its heartbeat again yet")
 
 	p.beatFor("b", cfg.HeartbeatTTL)
-	require.Equal(t, []string{"a", "b"}, round(), "b is found by the next round")
+	require.Equal(t, []string{"a", "b"}, p.round(t), "b is found by the next round")
 
 	// With every registered instance found, and the rest long expired, rounds stop scanning.
 	clk.advance(cfg.HeartbeatTTL)
-	round()
+	p.round(t)
 	m.disc.mu.Lock()
 	scanUntil := m.disc.scanUntil
 	m.disc.mu.Unlock()
@@ -400,6 +386,16 @@ type fleetProbe struct {
 	ctx     context.Context
 	beat    func(id string)
 	beatFor func(id string, ttl time.Duration)
+}
+
+// round runs a discovery round of self's and advances the clock by a DiscoveryInterval; it returns the
+// other instances the round found.
+func (p fleetProbe) round(t *testing.T) []string {
+	t.Helper()
+	others, _, err := p.m.fleet(p.ctx, false)
+	require.NoError(t, err)
+	p.clk.advance(p.m.cfg.DiscoveryInterval)
+	return others
 }
 
 func newFleetProbe(t *testing.T, addr string) fleetProbe {
@@ -433,22 +429,15 @@ func TestAFreshDatasetGuardKeepsTheRegistryRead(t *testing.T) {
 	mr := miniredis.RunT(t)
 	p := newFleetProbe(t, mr.Addr())
 	clk, m, ctx, cfg := p.clk, p.m, p.ctx, p.m.cfg
-	round := func() []string {
-		t.Helper()
-		others, _, err := m.fleet(ctx, false)
-		require.NoError(t, err)
-		clk.advance(cfg.DiscoveryInterval)
-		return others
-	}
 	p.beatFor("a", cfg.HeartbeatTTL) // a wrote its entry again before self started; b had not
-	require.Equal(t, []string{"a"}, round(), "self's first round")
+	require.Equal(t, []string{"a"}, p.round(t), "self's first round")
 	require.NoError(t, p.c.Set(ctx, "poll:epoch", "0 run", 0).Err())
 	m.scheduleGuardEnd([]string{"x"}) // self's first acquire pass was refused by the guard
 
 	p.beatFor("b", cfg.HeartbeatTTL) // b's periodic heartbeat: no announcement
-	require.Equal(t, []string{"a", "b"}, round(), "b is found while the guard holds grants")
+	require.Equal(t, []string{"a", "b"}, p.round(t), "b is found while the guard holds grants")
 	for clk.Now().Before(m.guardUntil.Add(cfg.LeaseTTL + cfg.DiscoveryInterval)) {
-		round()
+		p.round(t)
 	}
 	m.disc.mu.Lock()
 	scanUntil := m.disc.scanUntil
