@@ -13,9 +13,9 @@ import (
 // whatever the backend loses.
 //
 // Sentinel's own timings scale with the run (down-after 5 s, failover timeout 60 s in spec time, with
-// floors of 1 s and 2 s of real time), but its internal periods (a 1 s ping, a 100 ms timer, the
-// election's random delays) do not: at time scale 0.1 down-after is 1 s and a promotion takes about
-// 2 to 3 s of real time, 20 to 30 s of spec time.
+// floors of 2 s and 2 s of real time: deploy.SentinelOptions), but its internal periods (a 1 s ping, a
+// 100 ms timer, the election's random delays) do not: at time scale 0.1 down-after is 2 s and a
+// promotion takes about 3 to 4 s of real time, 30 to 40 s of spec time.
 var sentinelScenarios = []sim.Scenario{
 	{
 		Name: "sentinel-primary-kill",
@@ -23,9 +23,9 @@ var sentinelScenarios = []sim.Scenario{
 			"Whatever the promoted replica had not received is lost; fencing must keep every stale poll from the resource.",
 		Instances: 3, Endpoints: 9, Duration: 190 * s, Topology: sim.TopologySentinel,
 		Steps: chaos.Schedule{{At: 60 * s, Fault: chaos.PrimaryKill{}}},
-		// A promotion comes 22-30 s (spec time) after the kill and re-arms the fresh-dataset guard for one
-		// TTL; now and then the sentinels promote twice, 22 s apart. The steady window starts after a
-		// second promotion's guard and the rebalancing that follows it (about 142 s and a few seconds).
+		// A promotion comes 30-40 s (spec time) after the kill and re-arms the fresh-dataset guard: the
+		// table's deadline is the promotion + notice + TTL, at most about 144 s; the steady window starts
+		// after it and the rebalancing that follows.
 		Steady: w(160*s, 190*s), ExpectBalance: true, Fencing: true,
 		Outside: []string{chaos.PrimaryKill{}.Name()},
 	},
@@ -42,7 +42,7 @@ var sentinelScenarios = []sim.Scenario{
 	// the proxy delivers late what the primary had already sent (ten seeds of each of reference and
 	// reference-wait: writes acknowledged 12 ms before the kill were on the promoted replica). A longer
 	// delay would not change that, and cannot grow much: the sentinels' pings cross the same links
-	// (down-after is 1 s of real time at time scale 0.1), and reference-wait's WAIT, bounded by half
+	// (down-after is 2 s of real time at time scale 0.1), and reference-wait's WAIT, bounded by half
 	// the call's timeout (1.5 s spec), already times out on many round trips at this delay; at
 	// 4 s ± 1 s it held no endpoint at all at the kill on four seeds of four.
 	{
@@ -50,12 +50,13 @@ var sentinelScenarios = []sim.Scenario{
 		Description: "Every node's peer link slows by 2 s ± 1 s per round trip, so the replication stream reaches the replicas about a second late; " +
 			"then the primary is killed together with its peer link, so what was still on its way is lost with it, and a replica missing " +
 			"about the last second of writes is promoted.",
-		Instances: 3, Endpoints: 9, Duration: 170 * s, Topology: sim.TopologySentinel,
+		Instances: 3, Endpoints: 9, Duration: 200 * s, Topology: sim.TopologySentinel,
 		Steps: chaos.Schedule{
 			{At: 60 * s, For: 40 * s, Fault: chaos.ReplicationLatency{Latency: 2 * s, Jitter: 1 * s}},
 			{At: 90 * s, Fault: chaos.PrimaryKill{DropInFlight: true}, Jitter: -1},
 		},
-		Steady: w(150*s, 170*s), ExpectBalance: true, Fencing: true,
+		// The promotion comes 30-40 s after the kill; its deadline (+ notice + TTL) by about 174 s.
+		Steady: w(180*s, 200*s), ExpectBalance: true, Fencing: true,
 		Outside: []string{chaos.PrimaryKill{}.Name(), chaos.ReplicationLatency{}.Name()},
 	},
 	{
