@@ -57,7 +57,7 @@ func clientLinks(t *testing.T, s *deploy.Sentinel) (map[string]chaos.Link, deplo
 func TestSentinelPromotesAndClientFollows(t *testing.T) {
 	t.Parallel()
 	logs := t.TempDir()
-	// A tenth of spec time: down-after 500 ms.
+	// A tenth of spec time: down-after 2 s (its floor; 500 ms scaled).
 	s := startSentinelWith(t, deploy.SentinelOptions{TimeScale: 0.1, LogDir: logs})
 	ctx := context.Background()
 	require.Len(t, s.DataNodes(), 3)
