@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tenurelabs/tenure/checker"
-	"github.com/tenurelabs/tenure/history"
 	"github.com/tenurelabs/tenure/internal/redistest"
 	"github.com/tenurelabs/tenure/reports"
 	"github.com/tenurelabs/tenure/simcli"
@@ -51,21 +50,17 @@ func TestExampleSurvivesACrash(t *testing.T) {
 	for _, tc := range []struct {
 		system, scenario string
 		check            func(t *testing.T)
-		// setup is the round trips a fresh connection of the example's client waits for before its
-		// first command, as the wire shows them (history.Timing.HandshakeReplies): redis-py 4 sends
-		// nothing first, ioredis waits for its INFO ready check.
-		setup int
 	}{
 		{"asyncio-election", "election-leader-crash-redis", func(t *testing.T) {
 			needs(t, "python3 with redis-py", "apt-get install python3-redis", commandWorks("python3", "-c", python))
-		}, 0},
+		}},
 		{"redis-py-lock", "crash-failover", func(t *testing.T) {
 			needs(t, "python3 with redis-py", "apt-get install python3-redis", commandWorks("python3", "-c", python))
-		}, 0},
-		{"node-redlock", "crash-failover", func(t *testing.T) { needsNode(t, "node-redlock", "redlock") }, 1},
+		}},
+		{"node-redlock", "crash-failover", func(t *testing.T) { needsNode(t, "node-redlock", "redlock") }},
 		{"node-sesamecare-redlock", "crash-failover", func(t *testing.T) {
 			needsNode(t, "node-sesamecare-redlock", "@sesamecare-oss/redlock")
-		}, 1},
+		}},
 	} {
 		t.Run(tc.system, func(t *testing.T) {
 			tc.check(t)
@@ -90,9 +85,6 @@ func TestExampleSurvivesACrash(t *testing.T) {
 			}
 			require.NotContains(t, []string{string(checker.Skipped), string(checker.Unknown)}, got[checker.InvFailover],
 				"the crash gave the failover check nothing to judge; report: %s", out)
-			h, err := history.ReadFile(filepath.Join(out, reports.FileHistory))
-			require.NoError(t, err)
-			require.Equal(t, tc.setup, h.Meta.Timing.HandshakeReplies, "the set-up the wire saw")
 		})
 	}
 }

@@ -132,11 +132,8 @@ type Timing struct {
 	// the lease TTL: a key that expires.
 	DeadPeer time.Duration `json:"dead_peer,omitempty"`
 	// HandshakeReplies is how many replies a fresh connection's set-up waits for, one after another,
-	// before its first command is sent (go-redis v9.23: HELLO, CLIENT MAINT_NOTIFICATIONS, then CLIENT
-	// SETINFO twice pipelined: 3). A call
-	// that has to open a connection waits for HandshakeReplies + 1 replies, so a delay on every reply
-	// costs it that many times over. For a process system it is what most of its connections were seen
-	// to wait for at the wire (ioredis: its INFO ready check, 1). Zero in histories recorded before it
-	// was recorded.
+	// before its first command is sent (go-redis v9.23 against redis-server 7.0: HELLO, then CLIENT
+	// SETINFO twice pipelined: 2). A call that has to open a connection waits for HandshakeReplies + 1
+	// replies, so a delay on every reply costs it that many times over. Zero in histories recorded before it was recorded.
 	HandshakeReplies int `json:"handshake_replies,omitempty"`
 }

@@ -41,8 +41,6 @@ type runner struct {
 	// abort ends the run with an error that makes its history worthless (an instance that does not
 	// speak RESP); set by Run.
 	abort context.CancelCauseFunc
-	// setups counts the set-up trips of the process instances' connections, at the wire.
-	setups SetupTally
 
 	mu      sync.Mutex
 	holders map[string]string // endpoint -> instance that last reported holding it

@@ -340,7 +340,7 @@ func (s *stagedRun) collect(out scheduled) history.History {
 			Schema: history.SchemaVersion, Scenario: sc.Name, Suite: o.Suite, System: o.System.Name(), Kind: systemKind(o.System),
 			Backend: s.describeBackend(), Seed: o.Seed, TimeScale: o.TimeScale,
 			Instances: sc.Instances, Endpoints: sc.Endpoints, LeaseTTL: timing.LeaseTTL,
-			FailoverBound: FailoverBound(timing), PollInterval: timing.PollInterval, Timing: s.metaTiming(), DiscoveryInterval: timing.DiscoveryInterval, Fencing: sc.Fencing,
+			FailoverBound: FailoverBound(timing), PollInterval: timing.PollInterval, Timing: metaTiming(o.System, timing), DiscoveryInterval: timing.DiscoveryInterval, Fencing: sc.Fencing,
 			Steady: s.p.steady, ExpectBalance: sc.ExpectBalance, Duration: out.end, StartedAt: s.start.UTC(),
 			Command: o.Command, Interrupted: out.interrupted, Expect: sc.Expect, Exercises: exercises(sc, sc.Timing.merged(SpecTiming())),
 			Assumptions: assumptions(sc, timing, s.backend.About(), s.p.schedule), Counted: s.rec.Counted(),
@@ -360,17 +360,6 @@ func metaTiming(sys System, t Timing) *history.Timing {
 	}
 	if h, ok := sys.(HandshakeReplier); ok {
 		mt.HandshakeReplies = h.HandshakeReplies()
-	}
-	return mt
-}
-
-// metaTiming is metaTiming for the run's system, with the set-up its process instances' connections
-// were seen to take at the wire, when any was: what a process system's client does, not what it might
-// have declared.
-func (s *stagedRun) metaTiming() *history.Timing {
-	mt := metaTiming(s.o.System, s.timing)
-	if trips, conns := s.setups.Trips(); conns > 0 {
-		mt.HandshakeReplies = trips
 	}
 	return mt
 }

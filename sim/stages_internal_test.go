@@ -42,7 +42,7 @@ type handshakeless struct{ System }
 func (handshakeless) HandshakeReplies() int { return 0 }
 
 // The history records how many set-up replies a fresh connection waits for, which the bound table
-// multiplies a hold by: the harness's own go-redis clients' three, unless the system says otherwise.
+// multiplies a hold by: the harness's own go-redis clients' two, unless the system says otherwise.
 func TestHistoryRecordsTheConnectionSetUp(t *testing.T) {
 	t.Parallel()
 	tm := SpecTiming()

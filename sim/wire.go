@@ -40,9 +40,6 @@ type WireConfig struct {
 	// OnFault, when set, is told of every piece of traffic the recorder cannot read (what Err reports),
 	// as it happens.
 	OnFault func(error)
-	// Setups, when set, counts the round trips each connection's set-up took before the client's first
-	// command (SetupTally); recorders of one run share it.
-	Setups *SetupTally
 
 	_ struct{}
 }
@@ -247,40 +244,4 @@ func pumpUntil(src, dst net.Conn, see func([]byte) bool) {
 			return
 		}
 	}
-}
-
-// SetupTally counts a run's connections by the round trips their set-up took: the replies a client
-// waited for, one trip after another, before it sent its first command of its own on a new connection
-// (go-redis v9.23: HELLO, CLIENT MAINT_NOTIFICATIONS, then CLIENT SETINFO twice pipelined, 3;
-// ioredis: its INFO ready check, 1;
-// redis-py 4: none, 0). The checker counts them in the time a call on a fresh connection can take
-// (history.Timing.HandshakeReplies); measured at the wire, they need no declaration from a process
-// system. The zero value is ready to use.
-type SetupTally struct {
-	mu     sync.Mutex
-	counts map[int]int // trips -> connections
-}
-
-func (t *SetupTally) add(trips int) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.counts == nil {
-		t.counts = map[int]int{}
-	}
-	t.counts[trips]++
-}
-
-// Trips returns the set-up most connections took, in round trips (the longer of two equally common),
-// and how many connections were counted; conns is 0 when none was.
-func (t *SetupTally) Trips() (trips, conns int) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	best := -1
-	for n, k := range t.counts {
-		conns += k
-		if best < 0 || k > t.counts[best] || (k == t.counts[best] && n > best) {
-			best = n
-		}
-	}
-	return max(best, 0), conns
 }

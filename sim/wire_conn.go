@@ -60,9 +60,7 @@ type wireConn struct {
 	reqBroken bool // the client's stream could not be read: later commands are unknown to the recorder
 	repBroken bool // the server's stream could not be read: no reply can be matched any more
 
-	seen       bool // the client has sent something
-	setupDone  bool // the client has sent a command of its own (not resp.SetupCommand)
-	setupTrips int  // the set-up's round trips so far (see countSetup)
+	seen bool // the client has sent something
 }
 
 // maxHeld bounds the answered commands held for a WAIT: a client that never lets its connection go
@@ -110,36 +108,12 @@ func (c *wireConn) requests(p []byte) bool {
 	}
 }
 
-// countSetup counts the round trips of the connection's set-up, the commands it opens with
-// (resp.SetupCommand): one for each sent with nothing outstanding (the client waited for the replies
-// before it), less one when the client's first command of its own went with the last of them. With
-// that first command the count is final, and goes to the recorder's SetupTally.
-func (c *wireConn) countSetup(name string) {
-	waited := len(c.out) == 0 && !c.inTxn
-	if resp.SetupCommand(name) {
-		if waited {
-			c.setupTrips++
-		}
-		return
-	}
-	c.setupDone = true
-	if !waited && c.setupTrips > 0 {
-		c.setupTrips--
-	}
-	if c.w.cfg.Setups != nil {
-		c.w.cfg.Setups.add(c.setupTrips)
-	}
-}
-
 func (c *wireConn) command(args []string) {
 	cmd := &wireCmd{args: make([]any, len(args)), name: strings.ToLower(args[0]), at: c.w.cfg.Recorder.Now()}
 	for i, a := range args {
 		cmd.args[i] = a
 	}
 	cmd.skip = c.w.cfg.Dead != nil && c.w.cfg.Dead()
-	if !c.setupDone {
-		c.countSetup(cmd.name)
-	}
 	sub := ""
 	if len(args) > 1 {
 		sub = strings.ToLower(args[1])

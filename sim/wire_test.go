@@ -2,7 +2,6 @@ package sim
 
 import (
 	"context"
-	"errors"
 	"net"
 	"strings"
 	"testing"
@@ -267,69 +266,4 @@ func TestWireRecorderForwardsBytesUnchanged(t *testing.T) {
 	got := read(via)
 	// The HELLO reply names the client's connection id, which differs; everything else is equal.
 	require.Equal(t, want[strings.Index(want, "+OK"):], got[strings.Index(got, "+OK"):])
-}
-
-// The recorder counts the round trips each connection's set-up takes before the client's first
-// command of its own: the checker's time for a call on a fresh connection rests on it for a process
-// system, whatever its client library does.
-func TestWireCountsEachConnectionsSetUp(t *testing.T) {
-	t.Parallel()
-	srv := redistest.Start(t)
-	tally := func(t *testing.T, client func(addr string)) (trips, conns int) {
-		var st SetupTally
-		w, err := NewWireRecorder(WireConfig{Recorder: history.NewRecorderFrom(time.Now()), Instance: "i0",
-			Upstream: srv.Addr(), Setups: &st})
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = w.Close() })
-		client(w.Addr())
-		return st.Trips()
-	}
-	for _, tc := range []struct {
-		name  string
-		trips int
-		steps [][]string // each step is one write, then a wait for its replies
-	}{
-		{"HELLO, then CLIENT SETINFO pipelined (go-redis v9 before v9.15)", 2,
-			[][]string{{"HELLO 3"}, {"CLIENT SETINFO LIB-NAME x", "CLIENT SETINFO LIB-VER 1"}, {"GET k"}}},
-		{"a ready check (ioredis)", 1, [][]string{{"INFO server"}, {"SET k v"}}},
-		{"no set-up (redis-py 4)", 0, [][]string{{"GET k"}, {"INFO server"}}},
-		{"a set-up pipelined with the first command", 0, [][]string{{"SELECT 0", "CLIENT SETNAME d", "GET k"}}},
-		{"one after another, then the command with the last", 1,
-			[][]string{{"SELECT 0"}, {"CLIENT SETNAME d", "GET k"}, {"GET k"}}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			trips, conns := tally(t, func(addr string) {
-				c := dialRaw(t, addr)
-				for _, step := range tc.steps {
-					c.send(step...)
-					c.recv(len(step))
-				}
-			})
-			require.Equal(t, 1, conns)
-			require.Equal(t, tc.trips, trips)
-		})
-	}
-	t.Run("go-redis v9 waits for DefaultHandshakeReplies", func(t *testing.T) {
-		trips, conns := tally(t, func(addr string) {
-			cl := redis.NewClient(&redis.Options{Addr: addr})
-			defer cl.Close()
-			err := cl.Get(context.Background(), "k").Err()
-			require.True(t, err == nil || errors.Is(err, redis.Nil), "%v", err)
-		})
-		require.Equal(t, 1, conns)
-		require.Equal(t, DefaultHandshakeReplies, trips)
-	})
-	t.Run("most connections decide, the longer on a tie", func(t *testing.T) {
-		var st SetupTally
-		_, conns := st.Trips()
-		require.Zero(t, conns)
-		for _, n := range []int{1, 2, 2, 0} {
-			st.add(n)
-		}
-		trips, conns := st.Trips()
-		require.Equal(t, []int{2, 4}, []int{trips, conns})
-		st.add(1)
-		trips, _ = st.Trips()
-		require.Equal(t, 2, trips)
-	})
 }

@@ -16,7 +16,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tenurelabs/tenure/history"
 	"github.com/tenurelabs/tenure/internal/redistest"
 	"github.com/tenurelabs/tenure/reports"
 	"github.com/tenurelabs/tenure/simcli"
@@ -75,11 +74,6 @@ func quickVerdicts(t *testing.T, system string, seed int) map[string]string {
 		for _, inv := range res.Invariants {
 			verdicts[res.Scenario+"/"+inv.Invariant] = string(inv.Outcome)
 		}
-		// The set-up a fresh connection waits for: declared in process (the harness's go-redis
-		// clients), seen at the wire for processes; the same client library, so the same figure.
-		h, err := history.ReadFile(filepath.Join(out, d.Name(), reports.FileHistory))
-		require.NoError(t, err)
-		verdicts[res.Scenario+"/set-up trips"] = strconv.Itoa(h.Meta.Timing.HandshakeReplies)
 	}
 	require.NotEmpty(t, verdicts, stdout)
 	return verdicts
