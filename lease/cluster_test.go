@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -557,10 +558,24 @@ func TestClusterProbeFindsThePromotedReplica(t *testing.T) {
 		return len(m.downNodes)
 	}
 
+	// Watched from before the kill: KillPrimary returns once it has seen the promoted replica serve the
+	// slot, and on a loaded machine the manager may have marked the node down and found the replica
+	// before that.
+	var sawDown atomic.Bool
+	watch, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	go func() {
+		for watch.Err() == nil {
+			if down() > 0 {
+				sawDown.Store(true)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
 	_, _, err := c.KillPrimary(ctx, k.lease(eps[0])) // returns once the promoted replica serves the slot
 	require.NoError(t, err)
 	promoted := time.Now()
-	require.Eventually(t, func() bool { return down() > 0 }, 2*f.cfg.RenewInterval, 5*time.Millisecond,
+	require.Eventually(t, sawDown.Load, 2*f.cfg.RenewInterval, 5*time.Millisecond,
 		"a renewal sent to the killed primary marks it down")
 	// Found within a probe interval (RenewInterval/2) and a probe's PING bound (OpTimeout), with as
 	// much again for the machine.
