@@ -4,12 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/Shopify/toxiproxy/v2/stream"
 	"github.com/Shopify/toxiproxy/v2/toxics"
-
-	"github.com/tenurelabs/tenure/internal/resp"
 )
 
 // oneWayType is the toxic type name of oneWay in toxiproxy's registry.
@@ -17,7 +16,7 @@ const oneWayType = "tenure_one_way"
 
 // oneWay is a pair of toxics, one on each direction of a link, that together drop every reply of a
 // Redis connection except the replies to the connection's handshake. A client that dials during the
-// fault completes its handshake (HELLO, CLIENT SETINFO, ioredis's INFO: resp.SetupCommand) and sends
+// fault completes its handshake (HELLO, CLIENT SETINFO, ioredis's INFO: handshakeCommands) and sends
 // its command, which lands; only the command's reply is lost. Without this a one-way partition is a
 // full one for every new connection: go-redis needs the HELLO reply before it sends anything else
 // (ioredis the INFO reply), so its retries on fresh connections would never reach the server.
@@ -156,6 +155,12 @@ func (t *oneWay) Pipe(stub *toxics.ToxicStub) {
 	}
 }
 
+// handshakeCommands are the commands clients send to set up a new connection before any command of
+// their own: HELLO, AUTH, CLIENT (SETNAME, SETINFO, ...) and SELECT (go-redis, redis-py 5, ioredis),
+// READONLY (a cluster client reading from replicas), and INFO (ioredis's ready check, which holds the
+// client's commands until its reply says the server is not loading).
+var handshakeCommands = map[string]bool{"HELLO": true, "AUTH": true, "CLIENT": true, "SELECT": true, "READONLY": true, "INFO": true}
+
 func (st *oneWayState) readRequests(data []byte) {
 	if st.done {
 		return
@@ -170,7 +175,7 @@ func (st *oneWayState) readRequests(data []byte) {
 		if n == 0 {
 			return
 		}
-		if !resp.SetupCommand(commandName(st.buf[:n])) {
+		if !handshakeCommands[strings.ToUpper(commandName(st.buf[:n]))] {
 			st.done, st.buf = true, nil
 			return
 		}
