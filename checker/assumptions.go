@@ -2,11 +2,7 @@ package checker
 
 import (
 	"fmt"
-	"math"
-	"slices"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/tenurelabs/tenure/history"
 )
@@ -15,7 +11,7 @@ import (
 // header, its events are in (At, Seq) order with unique Seqs, it recorded polls (and, for leases,
 // backend operations), and the backend was empty at the start (see dirtyStart). An interrupted run is
 // Unknown: its history is partial. Every other failure is Violated, and the later invariants are skipped.
-func checkAssumptions(idx *index) Result {
+func checkAssumptions(idx *model) Result {
 	res := Result{Invariant: InvAssumptions}
 	var problems []string
 	m := idx.meta
@@ -49,7 +45,7 @@ func checkAssumptions(idx *index) Result {
 	if len(idx.events) > 0 && m.Kind == "lease" && len(idx.ops) == 0 {
 		problems = append(problems, "no backend operations were recorded (does the system use the client the harness hands it?)")
 	}
-	if p := dirtyStart(idx); p != "" {
+	if p := dirtyStart(idx.index); p != "" {
 		problems = append(problems, p)
 	}
 	for _, w := range m.Steady {
@@ -90,7 +86,7 @@ func checkAssumptions(idx *index) Result {
 
 // assumptionsNote states the assumptions the run was judged against, and the faults it declared outside
 // them, so a verdict never hides that part of the run lay outside them.
-func assumptionsNote(idx *index) string {
+func assumptionsNote(idx *model) string {
 	a := idx.meta.Assumptions
 	if !idx.scope.recorded {
 		return "; the history records no assumptions (an older history): belief overlaps are judged as inside them, stale polls fencing refused as safe, and clock drift against no bound"
@@ -153,113 +149,4 @@ func dirtyStart(idx *index) string {
 		}
 	}
 	return ""
-}
-
-// driftFault is the fault name whose "rate" parameter is an instance clock's speed (1 = real time).
-const driftFault = "clock-drift"
-
-// outsideFault is a fault that lies outside the system's stated assumptions.
-type outsideFault struct {
-	e *history.Event
-	// declared is set when the history's Assumptions.Outside names the fault; otherwise the checker
-	// found it beyond them (a clock drifting past the drift bound) and the run did not say so.
-	declared bool
-	why      string
-}
-
-func (o outsideFault) label() string { return o.e.Fault.ID + " " + o.e.Fault.Name }
-
-// scope says which faults of a run lie outside the system's stated assumptions, and to which findings
-// they are attributed.
-type scope struct {
-	recorded bool           // the history records its assumptions (older ones do not)
-	outside  []outsideFault // in the history's order
-	reach    time.Duration  // how long after its end a fault can still explain a finding
-}
-
-// assumptionsRecorded reports whether the history header carries assumptions at all: histories written
-// before they were recorded carry the zero value, and then no fault is known to lie outside them.
-func assumptionsRecorded(a history.Assumptions) bool {
-	return a.DriftBound != 0 || a.Persistence != "" || a.Topology != "" || len(a.Outside) > 0
-}
-
-// newScope finds the faults outside the assumptions: those whose name the history declares outside,
-// and clock-drift faults whose rate error exceeds the recorded drift bound. The latter are judged only
-// when the history records its assumptions: without a bound there is nothing to exceed.
-func newScope(idx *index) *scope {
-	a := idx.meta.Assumptions
-	s := &scope{recorded: assumptionsRecorded(a), reach: idx.meta.LeaseTTL}
-	for _, f := range idx.faults {
-		if slices.Contains(a.Outside, f.Fault.Name) {
-			s.outside = append(s.outside, outsideFault{e: f, declared: true, why: "declared outside the assumptions"})
-			continue
-		}
-		if f.Fault.Name != driftFault || !s.recorded {
-			continue
-		}
-		rate, err := strconv.ParseFloat(f.Fault.Params["rate"], 64)
-		if err != nil {
-			// A drift nobody can measure cannot be shown to lie inside the bound.
-			s.outside = append(s.outside, outsideFault{e: f, why: fmt.Sprintf(
-				"its clock rate %q cannot be read, so it cannot be shown to lie within the drift bound %g", f.Fault.Params["rate"], a.DriftBound)})
-			continue
-		}
-		// A rate written exactly at the bound (0.975 against 0.025) is inside it: the tolerance absorbs
-		// the float arithmetic of rate-1, as the simulator's own check does.
-		if e := math.Abs(rate - 1); e > a.DriftBound+1e-9 {
-			s.outside = append(s.outside, outsideFault{e: f, why: fmt.Sprintf(
-				"clock rate %g errs by %.3g, beyond the drift bound %g", rate, e, a.DriftBound)})
-		}
-	}
-	return s
-}
-
-// involved returns the outside faults a finding in [from, to] concerning insts is attributed to: a fault
-// whose window, extended by one lease TTL (a holding granted before it may last that long), meets
-// [from, to] and that hit one of insts, or the backend or every instance (no targets).
-func (s *scope) involved(from, to time.Duration, insts ...string) []string {
-	var out []string
-	for _, o := range s.outside {
-		f := o.e
-		end := max(f.End, f.At)
-		if f.End == history.Infinity {
-			end = f.End
-		} else {
-			end += s.reach
-		}
-		if f.At > to || end < from {
-			continue
-		}
-		hit := len(f.Fault.Targets) == 0
-		for _, t := range f.Fault.Targets {
-			hit = hit || slices.Contains(insts, t)
-		}
-		if hit {
-			out = append(out, o.label())
-		}
-	}
-	return out
-}
-
-// breaches describes the outside faults the history did not declare: the run went beyond the system's
-// assumptions without saying so.
-func (s *scope) breaches() []string {
-	var out []string
-	for _, o := range s.outside {
-		if !o.declared {
-			out = append(out, o.label()+": "+o.why)
-		}
-	}
-	return out
-}
-
-// declared describes the outside faults the history declared.
-func (s *scope) declared() []string {
-	var out []string
-	for _, o := range s.outside {
-		if o.declared {
-			out = append(out, o.label())
-		}
-	}
-	return out
 }

@@ -64,7 +64,7 @@ func balanceSamples(idx *index) []BalanceSample {
 // interval of each window (and at its end), every live instance must hold floor(E/N) or ceil(E/N)
 // endpoints, E the active endpoints and N the live instances. One violation is listed per window, at its
 // first unbalanced sample.
-func checkBalance(idx *index, opts Options) Result {
+func checkBalance(idx *model, opts Options) Result {
 	m := idx.meta
 	res := Result{Invariant: InvBalance, Outcome: Skipped}
 	switch {
@@ -88,7 +88,7 @@ func checkBalance(idx *index, opts Options) Result {
 		for t := w.From; ; t += m.PollInterval {
 			t = min(t, w.To)
 			samples++
-			per, active, live := holdersAt(idx, eps, t)
+			per, active, live := holdersAt(idx.index, eps, t)
 			if live > 0 {
 				lo := active / live
 				hi := int(math.Ceil(float64(active) / float64(live)))

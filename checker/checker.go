@@ -33,7 +33,6 @@
 package checker
 
 import (
-	"cmp"
 	"fmt"
 	"slices"
 	"time"
@@ -83,7 +82,7 @@ func (o Options) withDefaults() Options {
 // liveness are Skipped.
 func Check(h history.History, opts Options) Report {
 	opts = opts.withDefaults()
-	idx := newIndex(h)
+	idx := newModel(newIndex(h))
 	rep := Report{Ops: len(idx.ops), Polls: idx.pollCount, Refused: idx.refused}
 
 	assume := timed(func() Result { return checkAssumptions(idx) })
@@ -104,23 +103,28 @@ func Check(h history.History, opts Options) Report {
 		rep.Results = append(rep.Results, timed(f))
 	}
 	run(InvSingleHolder, skipAll, func() Result { return checkSingleHolder(idx, opts) })
+	run(InvStaleBelief, skipAll, func() Result { return checkStaleBelief(idx, opts) })
 	run(InvSinglePoller, skipAll, func() Result { return checkSinglePoller(idx, opts) })
 	run(InvStalePoll, skipAll, func() Result { return checkStalePoll(idx, opts) })
 	run(InvValidity, skipAll, func() Result { return checkValidity(idx, opts) })
 	run(InvLinearizable, skipAll, func() Result { return checkLinearizability(idx, opts) })
+	var gaps []gapJudgement
+	if !skipLive {
+		gaps = idx.owed()
+	}
 	run(InvFailover, skipLive, func() Result {
-		res, fo := checkFailover(idx, opts)
+		res, fo := checkFailover(idx, gaps, opts)
 		rep.Failovers = fo
 		return res
 	})
 	run(InvBalance, skipLive, func() Result { return checkBalance(idx, opts) })
 	run(InvFencing, skipAll, func() Result { return checkFencing(idx, opts) })
-	run(InvLiveness, skipLive, func() Result { return checkLiveness(idx, opts) })
+	run(InvLiveness, skipLive, func() Result { return checkLiveness(idx, gaps, opts) })
 	run(InvBlindWrite, skipLive, func() Result { return checkBlindWrites(idx, opts) })
 
 	exercised(&rep, h.Meta.Exercises)
 	if len(h.Events) > 0 && h.Meta.PollInterval > 0 {
-		rep.Balance = balanceSamples(idx)
+		rep.Balance = balanceSamples(idx.index)
 	}
 	if !skipLive {
 		judgeLag(idx, &rep)
@@ -151,51 +155,4 @@ func timed(f func() Result) Result {
 	r := f()
 	r.Duration = time.Since(start)
 	return r
-}
-
-// collector gathers violations and caps them when the result is built.
-type collector struct {
-	list []Violation
-}
-
-func (c *collector) add(v Violation) { c.list = append(c.list, v) }
-
-// capped returns the violations in time order, at most max of them, and how many were left out.
-func (c *collector) capped(max int) ([]Violation, int) {
-	slices.SortStableFunc(c.list, func(a, b Violation) int {
-		if a.At != b.At {
-			return cmp.Compare(a.At, b.At)
-		}
-		return cmp.Compare(a.Endpoint, b.Endpoint)
-	})
-	if len(c.list) <= max {
-		return c.list, 0
-	}
-	return c.list[:max], len(c.list) - max
-}
-
-// result builds a Result from the collected violations: Pass with passMsg when there are none, otherwise
-// Violated with failMsg.
-func (c *collector) result(inv string, max int, passMsg, failMsg string) Result {
-	if len(c.list) == 0 {
-		return Result{Invariant: inv, Outcome: Pass, Message: passMsg}
-	}
-	v, extra := c.capped(max)
-	return Result{Invariant: inv, Outcome: Violated, Message: failMsg, Violations: v, Truncated: extra}
-}
-
-// verdict builds a Result from violations and caught findings: Violated with failMsg when there is a
-// violation, Caught with caughtMsg when every finding was caught, Pass with passMsg when there is none.
-// Both lists are capped at max.
-func verdict(inv string, max int, bad, caught *collector, passMsg, caughtMsg, failMsg string) Result {
-	res := Result{Invariant: inv, Outcome: Pass, Message: passMsg}
-	switch {
-	case len(bad.list) > 0:
-		res.Outcome, res.Message = Violated, failMsg
-	case len(caught.list) > 0:
-		res.Outcome, res.Message = Caught, caughtMsg
-	}
-	res.Violations, res.Truncated = bad.capped(max)
-	res.Caught, res.CaughtTruncated = caught.capped(max)
-	return res
 }

@@ -23,7 +23,7 @@ import (
 //     that restarted from the bottom would let a stale holder of the old token through.
 //
 // Histories without tokens are Skipped.
-func checkFencing(idx *index, opts Options) Result {
+func checkFencing(idx *model, opts Options) Result {
 	var c collector
 	pollsJudged, beliefsJudged := 0, 0
 	for _, ep := range idx.pollEndpoints() {
@@ -77,7 +77,7 @@ func checkFencing(idx *index, opts Options) Result {
 
 // checkWipeTokens adds a violation for every acquisition after a wiping fault whose token is not above
 // every token granted before the fault, and describes what it judged for the pass message.
-func checkWipeTokens(idx *index, c *collector) string {
+func checkWipeTokens(idx *model, c *collector) string {
 	var wipes []*history.Event
 	for _, f := range idx.faults {
 		if f.Fault.Wipes {

@@ -16,7 +16,7 @@ func TestLinearizabilityAcceptsSimulatedKeys(t *testing.T) {
 	for seed := int64(1); seed <= 5; seed++ {
 		g := genLeaseHistory(rand.New(rand.NewSource(seed)), genConfig{keys: 10, clientsPerKey: 3, instances: 4,
 			opsPerKey: 300, ttl: 300 * time.Millisecond, unknownRate: 0.02, wipes: 3})
-		r := checkLinearizability(newIndex(g.h), DefaultOptions())
+		r := checkLinearizability(newModel(newIndex(g.h)), DefaultOptions())
 		require.Equal(t, Pass, r.Outcome, "seed %d: %s", seed, allText(r))
 		require.Contains(t, r.Message, "3030 operations on 10 keys")
 		require.Contains(t, r.Message, "3 wipes")
@@ -35,7 +35,7 @@ func TestLinearizabilityRejectsMutatedKeys(t *testing.T) {
 		op := *e.Op
 		op.OK = true
 		g.h.Events[i].Op = &op
-		r := checkLinearizability(newIndex(g.h), DefaultOptions())
+		r := checkLinearizability(newModel(newIndex(g.h)), DefaultOptions())
 		require.Equal(t, Violated, r.Outcome, "seed %d: %s", seed, r.Message)
 		require.Len(t, r.Violations, 1)
 		require.Equal(t, e.Endpoint, r.Violations[0].Endpoint)
@@ -50,7 +50,7 @@ func BenchmarkLinearizability100k(b *testing.B) {
 	idx := newIndex(g.h)
 	b.ResetTimer()
 	for b.Loop() {
-		r := checkLinearizability(idx, DefaultOptions())
+		r := checkLinearizability(newModel(idx), DefaultOptions())
 		if r.Outcome != Pass {
 			b.Fatalf("%s: %s", r.Outcome, r.Message)
 		}

@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -19,15 +20,24 @@ type builder struct {
 	events []history.Event
 }
 
-// newBuilder returns a lease history of 20 s with TTL 3 s, poll interval 1 s and failover bound 5 s. It
-// starts with one harness read of an unused key, so that backend operations are present.
+// newBuilder returns a lease history of 20 s with the specification's timing at a tenth: TTL 3 s,
+// renewals and heartbeats every 1 s, calls bounded by 300 ms, polls of 100 ms every 1 s (the poll
+// interval is a tenth of the builder's usual 5 s spec: 1 s keeps the histories short). It starts with
+// one harness read of an unused key, so that backend operations are present.
 func newBuilder() *builder {
 	b := &builder{meta: history.Meta{
 		Schema: history.SchemaVersion, Scenario: "synthetic", System: "test", Kind: "lease",
-		Instances: 2, Endpoints: 0, LeaseTTL: 3 * time.Second, FailoverBound: 5 * time.Second,
+		Instances: 2, Endpoints: 0, LeaseTTL: 3 * time.Second, FailoverBound: SpecFailoverBound(3 * time.Second),
 		PollInterval: time.Second, Duration: 20 * time.Second,
+		Timing: &history.Timing{RenewInterval: time.Second, HeartbeatInterval: time.Second, HeartbeatTTL: 3 * time.Second,
+			OpTimeout: ms(300), PollDuration: ms(100)},
 	}}
 	return b.op("", history.OpRead, "probe", "", 0, 0, ms(1), true, "")
+}
+
+// untimed drops the timing from the header, as in a history recorded before it was.
+func (b *builder) untimed() *builder {
+	return b.with(func(m *history.Meta) { m.Timing = nil })
 }
 
 func (b *builder) add(e history.Event) *builder {
@@ -180,4 +190,81 @@ func caughtText(r Result) string {
 		s += "\n" + v.Message
 	}
 	return s
+}
+
+// crashBase is a fleet of a and b: a polls e1 until 5.5 s, b polls e2 throughout. Its endpoints have no
+// modelled operations: the model reads their holdings off the holders' effects.
+func crashBase() *builder {
+	return newBuilder().life("a", history.LifeStarted, 0).life("b", history.LifeStarted, 0).
+		polls("a", "e1", 0, 5*time.Second+ms(500), time.Second, 1).
+		polls("b", "e2", 0, 20*time.Second, time.Second, 1)
+}
+
+// withParams sets the parameters of the fault added last.
+func (b *builder) withParams(kv ...string) *builder {
+	f := b.events[len(b.events)-1].Fault
+	f.Params = map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		f.Params[kv[i]] = kv[i+1]
+	}
+	return b
+}
+
+// note adds a free-form marker (a promotion, say).
+func (b *builder) note(text string, at time.Duration) *builder {
+	return b.add(history.Event{Kind: history.KindNote, At: at, Note: text})
+}
+
+// withLag records the harness's lag samples in the header.
+func (b *builder) withLag(samples ...history.LagSample) *builder {
+	return b.with(func(m *history.Meta) {
+		m.Lag = &history.Lag{Window: 100 * time.Millisecond, Floor: 10 * time.Millisecond, Windows: 200, Samples: samples}
+	})
+}
+
+// hold adds what a holding of ep by inst from from to to looks like in a reference-like history: an
+// acquire answered granted, its belief, a renewal every second answered (each moving the belief's
+// deadline), and a poll every second. The value is inst:from. It returns the builder.
+func (b *builder) hold(inst, ep string, from, to time.Duration) *builder {
+	s := time.Second
+	ttl := b.meta.LeaseTTL
+	key := "poll:lease:" + ep
+	value := fmt.Sprintf("%s:%d", inst, from.Milliseconds())
+	deadline := func(t time.Duration) time.Duration { return t + time.Duration(float64(ttl)*0.99) }
+	b.op(inst, history.OpAcquire, key, value, ttl, from, from+ms(2), true, "")
+	b.held(inst, ep, from+ms(2), 1, history.ReasonAcquired, deadline(from))
+	for t := from + s; t < to; t += s {
+		b.op(inst, history.OpRenew, key, value, ttl, t, t+ms(2), true, "")
+		b.held(inst, ep, t+ms(2), 1, history.ReasonRenewed, deadline(t))
+	}
+	return b.polls(inst, ep, from+ms(5), to, s, 1)
+}
+
+// beats adds inst's heartbeats (a plain SET with a TTL, answered) every second in [from, to).
+func (b *builder) beats(inst string, from, to time.Duration) *builder {
+	for t := from; t < to; t += time.Second {
+		b.add(history.Event{Kind: history.KindOp, At: t, End: t + ms(1), Instance: inst,
+			Op: &history.Op{Kind: history.OpOther, Key: "poll:node:" + inst, Command: "set poll:node:" + inst + " 1 px 3000", OK: true}})
+	}
+	return b
+}
+
+// lost adds an operation of inst on ep's key that got no reply: its caller gave up a call bound later.
+func (b *builder) lost(inst string, kind history.OpKind, ep, value string, at time.Duration) *builder {
+	b.add(history.Event{Kind: history.KindOp, At: at, End: history.Infinity, Instance: inst, Endpoint: ep,
+		Op: &history.Op{Kind: kind, Key: "poll:lease:" + ep, Owner: value, TTL: b.meta.LeaseTTL, Unknown: true,
+			Err: "i/o timeout", GaveUp: at + ms(300)}})
+	return b
+}
+
+// lostBeat adds a heartbeat of inst that got no reply.
+func (b *builder) lostBeat(inst string, at time.Duration) *builder {
+	return b.add(history.Event{Kind: history.KindOp, At: at, End: history.Infinity, Instance: inst,
+		Op: &history.Op{Kind: history.OpOther, Key: "poll:node:" + inst, Command: "set poll:node:" + inst + " 1 px 3000",
+			Unknown: true, Err: "i/o timeout", GaveUp: at + ms(300)}})
+}
+
+// release adds a release of ep by inst of value, answered (deleted) at at+2ms.
+func (b *builder) release(inst, ep, value string, at time.Duration) *builder {
+	return b.op(inst, history.OpRelease, "poll:lease:"+ep, value, 0, at, at+ms(2), true, "")
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/tenurelabs/tenure/history"
@@ -33,10 +34,14 @@ type index struct {
 	live map[string][]history.Window
 	// active caches activeIntervals per endpoint.
 	active map[string][]history.Window
-	// scope holds the faults outside the system's stated assumptions.
-	scope *scope
 	// byEp holds the operations per endpoint, in call order (built on first use, see opsOf).
 	byEp map[string][]*history.Event
+	// byInst holds the operations per instance, in call order.
+	byInst map[string][]*history.Event
+	// fig is the run's timing.
+	fig figures
+	// notes are the free-form markers, in time order (promotions among them).
+	notes []*history.Event
 }
 
 func newIndex(h history.History) *index {
@@ -48,6 +53,8 @@ func newIndex(h history.History) *index {
 		sessions: map[string][]*history.Event{},
 		active:   map[string][]history.Window{},
 		end:      h.Meta.Duration,
+		byInst:   map[string][]*history.Event{},
+		fig:      figuresOf(h.Meta),
 	}
 	eps := map[string]bool{}
 	insts := map[string]bool{}
@@ -67,7 +74,12 @@ func newIndex(h history.History) *index {
 		case history.KindOp:
 			if e.Op != nil {
 				idx.ops = append(idx.ops, e)
+				if e.Instance != "" {
+					idx.byInst[e.Instance] = append(idx.byInst[e.Instance], e)
+				}
 			}
+		case history.KindNote:
+			idx.notes = append(idx.notes, e)
 		case history.KindPoll:
 			if e.Poll == nil || e.Endpoint == "" {
 				continue
@@ -113,9 +125,105 @@ func newIndex(h history.History) *index {
 		idx.instances = append(idx.instances, in)
 	}
 	sort.Strings(idx.instances)
+	for _, ops := range idx.byInst {
+		slices.SortStableFunc(ops, byCall)
+	}
 	idx.live = liveIntervals(idx)
-	idx.scope = newScope(idx)
 	return idx
+}
+
+func byCall(a, b *history.Event) int { return cmp.Compare(a.At, b.At) }
+
+// opsOf returns the operations on endpoint ep, in call order.
+func (idx *index) opsOf(ep string) []*history.Event {
+	if idx.byEp == nil {
+		idx.byEp = map[string][]*history.Event{}
+		for _, e := range idx.ops {
+			if e.Endpoint != "" {
+				idx.byEp[e.Endpoint] = append(idx.byEp[e.Endpoint], e)
+			}
+		}
+		for _, ops := range idx.byEp {
+			slices.SortStableFunc(ops, byCall)
+		}
+	}
+	return idx.byEp[ep]
+}
+
+// faultEnd is when fault event f ended: its End, its start for an instantaneous fault, and the end of
+// the history for one that never ended.
+func (idx *index) faultEnd(f *history.Event) time.Duration {
+	if f.End == history.Infinity {
+		return idx.end
+	}
+	return max(f.End, f.At)
+}
+
+// liveInst reports whether instance in was part of the fleet at t.
+func (idx *index) liveInst(in string, t time.Duration) bool {
+	for _, w := range idx.live[in] {
+		if w.Contains(t) {
+			return true
+		}
+	}
+	return false
+}
+
+// fleetStart returns when the first instance started (its lifecycle "started" event), if one did.
+func (idx *index) fleetStart() (time.Duration, bool) {
+	for _, e := range idx.lifecycle {
+		if e.Lifecycle.Change == history.LifeStarted {
+			return e.At, true
+		}
+	}
+	return 0, false
+}
+
+// lastReachedBy returns the last of polls (sorted by start) that began at or before t and reached the
+// resource, or nil, and the index of the first poll that began after t.
+func lastReachedBy(polls []*history.Event, t time.Duration) (*history.Event, int) {
+	i := sort.Search(len(polls), func(i int) bool { return polls[i].At > t })
+	for j := i - 1; j >= 0; j-- {
+		if reached(polls[j]) {
+			return polls[j], i
+		}
+	}
+	return nil, i
+}
+
+func toSet(ids []string) map[string]bool {
+	m := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		m[id] = true
+	}
+	return m
+}
+
+// paramDur reads a duration parameter of a fault ("1500ms", "2s"); zero when absent or unreadable.
+func paramDur(f *history.Fault, key string) time.Duration {
+	d, err := time.ParseDuration(f.Params[key])
+	if err != nil {
+		return 0
+	}
+	return d
+}
+
+// round rounds a duration for messages: to the millisecond.
+func round(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
+
+// percentile returns the p-th percentile (nearest rank) of sorted durations.
+func percentile(sorted []time.Duration, p int) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := (p*len(sorted) + 99) / 100
+	return sorted[max(0, min(len(sorted)-1, i-1))]
+}
+
+// firstWord is a command's name, in lower case.
+func firstWord(s string) string {
+	w, _, _ := strings.Cut(s, " ")
+	return strings.ToLower(w)
 }
 
 func byArrival(a, b *history.Event) int {
@@ -299,3 +407,5 @@ func (idx *index) pollEndpoints() []string {
 	sort.Strings(out)
 	return out
 }
+
+func cmpDur(a, b time.Duration) int { return cmp.Compare(a, b) }

@@ -101,7 +101,8 @@ func buildLeaseHistory(idx *index) leaseHistory {
 		if op.Node != "" {
 			id = op.Node + "/" + op.Key
 		}
-		in := leaseInput{key: id, kind: op.Kind, owner: op.Owner, ttl: op.TTL, call: int64(e.At), seq: e.Seq, absentOK: op.AbsentOK}
+		in := leaseInput{key: id, kind: op.Kind, owner: op.Owner, ttl: op.TTL, call: int64(e.At), seq: e.Seq, absentOK: op.AbsentOK,
+			strict: op.Kind == history.OpAcquire && plainSetNX(op.Command)}
 		out := leaseOutput{unknown: unknown, ok: op.OK, value: op.Value}
 		switch {
 		case unknown:
@@ -174,28 +175,6 @@ func partitionByKey(ops []porcupine.Operation) [][]porcupine.Operation {
 	return out
 }
 
-// noEffect reports whether an error text proves the command never reached the backend (the connection
-// was refused or never made, the client was closed or out of connections) or that the backend rejected
-// it without executing it (an error reply such as ERR, LOADING, NOSCRIPT, BUSY, MISCONF, READONLY,
-// WRONGTYPE, NOAUTH, NOPERM, EXECABORT). Operations with such errors are dropped from the model.
-func noEffect(errText string) bool {
-	for _, s := range []string{"connection refused", "dial tcp", "dial unix", "connect:", "client is closed",
-		"connection pool timeout", "pool timeout"} {
-		if strings.Contains(errText, s) {
-			return true
-		}
-	}
-	for _, p := range []string{"ERR ", "LOADING", "NOSCRIPT", "BUSY", "MISCONF", "READONLY", "WRONGTYPE",
-		"NOAUTH", "NOPERM", "EXECABORT"} {
-		if strings.HasPrefix(errText, p) {
-			return true
-		}
-	}
-	return false
-}
-
-func isNilReply(errText string) bool { return errText == "redis: nil" }
-
 // keyVerdict is porcupine's verdict on one key.
 type keyVerdict struct {
 	key    *keyOps
@@ -205,9 +184,9 @@ type keyVerdict struct {
 // checkLinearizability checks every key's operations against the lease model. Keys are independent, so
 // each is checked on its own, in parallel, under one overall deadline. A key whose search is cut short by
 // the deadline is Unknown; any key proven non-linearizable makes the invariant Violated.
-func checkLinearizability(idx *index, opts Options) Result {
+func checkLinearizability(idx *model, opts Options) Result {
 	res := Result{Invariant: InvLinearizable}
-	lh := buildLeaseHistory(idx)
+	lh := buildLeaseHistory(idx.index)
 	total := 0
 	for _, k := range lh.keys {
 		total += len(k.ops)
@@ -217,7 +196,7 @@ func checkLinearizability(idx *index, opts Options) Result {
 		res.Message = "no acquire, renew, release or read operations were recorded: nothing to model"
 		return res
 	}
-	if !anyLeaseWrite(idx) {
+	if !anyLeaseWrite(idx.index) {
 		res.Outcome = Skipped
 		res.Message = fmt.Sprintf("no acquire, renew or release was recorded (only %d reads): nothing to judge", total)
 		return res
@@ -282,7 +261,7 @@ func checkLinearizability(idx *index, opts Options) Result {
 			// The backend lost an acknowledged write at a promotion. That is the backend's doing, and
 			// expected, only under a fault declared outside the assumptions that was under way then
 			// (its window and a TTL after it); anywhere else it is a violation like any other.
-			if v.Outside = idx.scope.involved(v.At, v.At, v.Instances...); len(v.Outside) > 0 {
+			if v.Outside = idx.scope.explains(v.At, v.At, 0, v.Instances...); len(v.Outside) > 0 {
 				caught.add(v)
 				continue
 			}
@@ -393,12 +372,6 @@ func describeReturn(ret int64) string {
 	return time.Duration(ret).String()
 }
 
-// wipedBy reports whether a wipe of node (empty: of the whole backend) erased the copy of a key on
-// keyNode (empty: the node the instances' main client reaches, which is the one a node wipe names).
-func wipedBy(keyNode, node string) bool {
-	return node == "" || keyNode == "" || keyNode == node
-}
-
 // anyLeaseWrite reports whether the history holds an acquire, renew or release: without one there is
 // no lease whose history could fail to be linearizable.
 func anyLeaseWrite(idx *index) bool {
@@ -409,4 +382,11 @@ func anyLeaseWrite(idx *index) bool {
 		}
 	}
 	return false
+}
+
+// plainSetNX reports whether a command, as the history records it, is a plain SET ... NX: Redis refuses
+// it when the key exists, whatever its value, the caller's own included.
+func plainSetNX(command string) bool {
+	f := strings.Fields(strings.ToLower(command))
+	return len(f) > 3 && f[0] == "set" && slices.Contains(f[3:], "nx")
 }

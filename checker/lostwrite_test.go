@@ -9,9 +9,6 @@ import (
 	"github.com/tenurelabs/tenure/history"
 )
 
-func (b *builder) note(text string, at time.Duration) *builder {
-	return b.add(history.Event{Kind: history.KindNote, At: at, Note: text})
-}
 
 // An acquire acknowledged by a primary that is then replaced, followed by another owner's acquire
 // while the first should still hold: the checker reports a lost acknowledged write next to the

@@ -1,6 +1,8 @@
 package checker
 
 import (
+	"cmp"
+	"slices"
 	"time"
 )
 
@@ -31,6 +33,7 @@ const (
 const (
 	InvAssumptions  = "assumptions"
 	InvSingleHolder = "single-holder" // beliefs: no two instances believe they hold one endpoint at once
+	InvStaleBelief  = "stale-belief"  // no belief outlives its holder's value in the key past the detection bound
 	InvSinglePoller = "single-poller" // the resource: no two holders' polls reached it at once
 	InvStalePoll    = "stale-poll"    // the resource: no stale poll arrived, even one fencing refused
 	InvValidity     = "validity"      // every poll lies inside the poller's own confirmed lease
@@ -189,4 +192,51 @@ func (r Report) Inconclusive() bool {
 		}
 	}
 	return found
+}
+
+// collector gathers violations and caps them when the result is built.
+type collector struct {
+	list []Violation
+}
+
+func (c *collector) add(v Violation) { c.list = append(c.list, v) }
+
+// capped returns the violations in time order, at most max of them, and how many were left out.
+func (c *collector) capped(max int) ([]Violation, int) {
+	slices.SortStableFunc(c.list, func(a, b Violation) int {
+		if a.At != b.At {
+			return cmp.Compare(a.At, b.At)
+		}
+		return cmp.Compare(a.Endpoint, b.Endpoint)
+	})
+	if len(c.list) <= max {
+		return c.list, 0
+	}
+	return c.list[:max], len(c.list) - max
+}
+
+// result builds a Result from the collected violations: Pass with passMsg when there are none, otherwise
+// Violated with failMsg.
+func (c *collector) result(inv string, max int, passMsg, failMsg string) Result {
+	if len(c.list) == 0 {
+		return Result{Invariant: inv, Outcome: Pass, Message: passMsg}
+	}
+	v, extra := c.capped(max)
+	return Result{Invariant: inv, Outcome: Violated, Message: failMsg, Violations: v, Truncated: extra}
+}
+
+// verdict builds a Result from violations and caught findings: Violated with failMsg when there is a
+// violation, Caught with caughtMsg when every finding was caught, Pass with passMsg when there is none.
+// Both lists are capped at max.
+func verdict(inv string, max int, bad, caught *collector, passMsg, caughtMsg, failMsg string) Result {
+	res := Result{Invariant: inv, Outcome: Pass, Message: passMsg}
+	switch {
+	case len(bad.list) > 0:
+		res.Outcome, res.Message = Violated, failMsg
+	case len(caught.list) > 0:
+		res.Outcome, res.Message = Caught, caughtMsg
+	}
+	res.Violations, res.Truncated = bad.capped(max)
+	res.Caught, res.CaughtTruncated = caught.capped(max)
+	return res
 }

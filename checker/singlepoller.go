@@ -20,12 +20,12 @@ import (
 //
 // Polls refused by fencing never reached the resource: the stale-poll invariant judges them. Each
 // offending poll is listed once.
-func checkSinglePoller(idx *index, opts Options) Result {
+func checkSinglePoller(idx *model, opts Options) Result {
 	var bad collector
 	zombies := 0
 	for _, ep := range idx.pollEndpoints() {
 		polls := idx.polls[ep]
-		starts := holdingStarts(idx, ep, polls)
+		starts := holdingStarts(idx.index, ep, polls)
 		var active []*history.Event           // reached polls that may still be running
 		newest := map[string]*history.Event{} // per instance, its reached poll with the newest holding
 		for _, p := range polls {
@@ -65,7 +65,7 @@ func checkSinglePoller(idx *index, opts Options) Result {
 				}
 			}
 			if v != nil {
-				v.Outside = idx.scope.involved(v.At, pollEnd(p), v.Instances...)
+				v.Outside = idx.scope.touchedBy(v.At, pollEnd(p), v.Instances...)
 				bad.add(*v)
 				if zombie {
 					zombies++
@@ -95,11 +95,12 @@ func checkSinglePoller(idx *index, opts Options) Result {
 
 // checkStalePoll judges the polls refused by fencing: each is a stale holder acting after a newer one,
 // stopped only at the resource. Inside the system's stated assumptions that must not happen at all, so
-// each is a violation; one that a fault outside the assumptions explains (see scope.involved) is
-// expected and caught. A history that records no assumptions (written before they were recorded) cannot
+// each is a violation; one that a fault outside the assumptions explains (see scope.explains: as far as its
+// magnitude reaches, a pause for as long as it lasted) is expected and caught. A history that records no
+// assumptions (written before they were recorded) cannot
 // say which faults lie outside them: its refusals are caught, as they were judged before, and the message
 // says so. Skipped when the resource did not check tokens and refused nothing.
-func checkStalePoll(idx *index, opts Options) Result {
+func checkStalePoll(idx *model, opts Options) Result {
 	if idx.refused == 0 && !idx.meta.Fencing {
 		return Result{Invariant: InvStalePoll, Outcome: Skipped,
 			Message: "the resource did not check fencing tokens, so no stale poll could be refused"}
@@ -117,7 +118,7 @@ func checkStalePoll(idx *index, opts Options) Result {
 				continue
 			}
 			v := Violation{At: p.At, Endpoint: ep, Instances: []string{p.Instance}, Events: []int64{p.Seq},
-				Outside: idx.scope.involved(p.At, pollEnd(p), p.Instance),
+				Outside: idx.scope.explains(p.At, pollEnd(p), idx.staleness(p), p.Instance),
 				Message: fmt.Sprintf("stale poll by %s with token %d refused by fencing (the resource had seen token %d)",
 					p.Instance, p.Poll.Token, p.Poll.MaxToken)}
 			switch {
@@ -141,7 +142,7 @@ func checkStalePoll(idx *index, opts Options) Result {
 }
 
 // anyToken reports whether any poll carried a fencing token.
-func anyToken(idx *index) bool {
+func anyToken(idx *model) bool {
 	for _, ps := range idx.polls {
 		for _, p := range ps {
 			if p.Poll.Token > 0 {
@@ -200,9 +201,39 @@ func holdingDesc(p *history.Event, start time.Duration) string {
 	return fmt.Sprintf("holding since %v", start)
 }
 
-func caughtWhy(idx *index) string {
+func caughtWhy(idx *model) string {
 	if !idx.scope.recorded {
 		return "in a history that records no assumptions, so taken as safe"
 	}
 	return "each explained by a fault outside the system's assumptions"
+}
+
+// staleness is how long after its poller's lease (or, for a system whose calls are not modelled, its
+// belief) ended a poll arrived; zero when the history cannot tell.
+func (m *model) staleness(p *history.Event) time.Duration {
+	if ws := m.ls.windows[leaseKey{p.Instance, p.Endpoint}]; len(ws) > 0 {
+		var end time.Duration
+		for _, w := range ws {
+			if w.from <= p.At {
+				end = w.to
+			}
+		}
+		if end > 0 && end < p.At {
+			return p.At - end
+		}
+		if end == 0 {
+			return history.Infinity
+		}
+		return 0
+	}
+	var end time.Duration
+	for _, b := range m.believed(p.Endpoint) {
+		if b.inst == p.Instance && b.from <= p.At {
+			end = b.to
+		}
+	}
+	if end > 0 && end < p.At {
+		return p.At - end
+	}
+	return 0
 }

@@ -19,8 +19,11 @@ import (
 // Versions: 1, the first; 2 adds Meta.Lag, the harness's own scheduling lag through the run, which the
 // checker weighs timing verdicts against. A version 1 history has no lag data and is judged as it was.
 // 3 adds Op.GaveUp, when the caller of an operation without a reply got its failure, by which the
-// checker judges blind writes; an older history has no blind-write verdict (skipped).
-const SchemaVersion = 3
+// checker judges blind writes; an older history has no blind-write verdict (skipped). 4 adds Op.Landed
+// (when a command held on the wire reached the backend), Timing.HeartbeatTTL and the CPU the system's
+// own processes used (Lag.CPUs, LagSample.System); an older history has none of them, and the checker
+// derives what it needs from the fault log and the lease TTL instead.
+const SchemaVersion = 4
 
 // Kind names what an Event records.
 type Kind string
@@ -110,6 +113,13 @@ type Op struct {
 	// GaveUp is, for an operation of unknown outcome, when its caller got the failure (run time): from
 	// then on the instance knew that no reply had come. Zero when not recorded (older histories).
 	GaveUp time.Duration `json:"gave_up,omitempty"`
+	// Landed is when the command reached the backend (run time), when the harness saw it arrive later
+	// than it was sent: a request held on the wire lands after its caller may have given up on it, and
+	// this is when it took effect (or found nothing to act on). Zero when it was not held, or not seen.
+	// For a command the client sent more than once within one call (go-redis's re-sends after a lost
+	// reply: one operation in the in-process hook) it is the last of its landings, which may come after
+	// End when an earlier send was held while a later one was answered.
+	Landed time.Duration `json:"landed,omitempty"`
 	// NotReplicated is set on a write that was answered (OK) but that the WAIT sent after it in the
 	// same pipeline did not confirm: WAIT reported fewer replicas than it asked for, or failed. It is
 	// set only for the writes the system itself counts as done once WAIT confirms them (see

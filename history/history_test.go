@@ -56,5 +56,20 @@ func TestWindowContains(t *testing.T) {
 	require.False(t, w.Contains(2*time.Second+1))
 	var buf bytes.Buffer
 	require.NoError(t, history.Write(&buf, history.History{}))
-	require.Contains(t, buf.String(), `"schema":3`)
+	require.Contains(t, buf.String(), `"schema":4`)
+}
+
+// SetLanded sets Op.Landed on the operation with that Seq only, and leaves the copies Events returned
+// before as they were.
+func TestSetLanded(t *testing.T) {
+	rec := history.NewRecorder(func() time.Duration { return time.Second })
+	op := rec.Add(history.Event{Kind: history.KindOp, At: time.Second, End: history.Infinity, Instance: "a",
+		Op: &history.Op{Kind: history.OpRenew, Key: "k", Unknown: true}})
+	note := rec.Add(history.Event{Kind: history.KindNote, At: time.Second, Note: "n"})
+	before := rec.Events()
+	require.True(t, rec.SetLanded(op, 3*time.Second))
+	require.False(t, rec.SetLanded(note, 3*time.Second), "a note has no operation")
+	require.False(t, rec.SetLanded(99, 3*time.Second), "no such event")
+	require.Zero(t, before[0].Op.Landed, "an earlier copy is not changed")
+	require.Equal(t, 3*time.Second, rec.Events()[0].Op.Landed)
 }

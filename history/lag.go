@@ -33,6 +33,11 @@ type Lag struct {
 	Canary LagSummary `json:"canary"`
 	Sched  LagSummary `json:"sched"`
 	Ping   LagSummary `json:"ping"`
+	// CPUs is how many CPUs the machine had; System sums, over every window, the CPU time the system
+	// under test's own processes used (process systems only: an in-process system shares the
+	// harness's process, and is not measured apart). Zero in older histories and for in-process systems.
+	CPUs   int           `json:"cpus,omitempty"`
+	System time.Duration `json:"system,omitempty"`
 	// Samples are the windows in which some signal reached Floor, in time order.
 	Samples []LagSample `json:"samples,omitempty"`
 }
@@ -52,6 +57,10 @@ type LagSample struct {
 	Canary time.Duration `json:"canary,omitempty"`
 	Sched  time.Duration `json:"sched,omitempty"`
 	Ping   time.Duration `json:"ping,omitempty"`
+	// System is the CPU time the system under test's own processes used in the window (process
+	// systems only): with Lag.CPUs, whether the system itself may have starved the harness. A window is
+	// kept when some other signal reached Lag.Floor; this field alone does not keep it.
+	System time.Duration `json:"system,omitempty"`
 }
 
 // Harness is the larger of the sample's two in-process signals (canary and scheduler): how late this

@@ -122,6 +122,10 @@ type Timing struct {
 	RenewInterval time.Duration `json:"renew_interval"`
 	// HeartbeatInterval is how often an instance announces itself, when the system has heartbeats.
 	HeartbeatInterval time.Duration `json:"heartbeat_interval,omitempty"`
+	// HeartbeatTTL is how long an instance's heartbeat lasts after it was written: the longest the
+	// others may count a silent instance as a member of the fleet. Zero when the system has no
+	// heartbeats, and in histories recorded before it was (the checker then takes the lease TTL).
+	HeartbeatTTL time.Duration `json:"heartbeat_ttl,omitempty"`
 	// OpTimeout bounds each backend call: the longest a system waits before it may know a reply is lost.
 	OpTimeout time.Duration `json:"op_timeout"`
 	// PollDuration is how long one poll of an endpoint takes.

@@ -49,6 +49,31 @@ func (r *Recorder) Add(e Event) int64 {
 	return e.Seq
 }
 
+// SetLanded sets Op.Landed on the operation recorded with Seq seq: when its command reached the
+// backend, which the harness may learn only after the operation was recorded (a request held on the
+// wire lands after its caller gave up on it). It is the one change a recorded event takes. The event
+// gets a new Op, so copies that Events returned before are not changed under their readers. It
+// reports false when no operation has that Seq.
+func (r *Recorder) SetLanded(seq int64, landed time.Duration) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	i := int(seq - 1) // Add appends in Seq order, from 1
+	if i < 0 || i >= len(r.events) || r.events[i].Seq != seq {
+		i = sort.Search(len(r.events), func(k int) bool { return r.events[k].Seq >= seq })
+		if i == len(r.events) || r.events[i].Seq != seq {
+			return false
+		}
+	}
+	e := &r.events[i]
+	if e.Op == nil {
+		return false
+	}
+	op := *e.Op
+	op.Landed = landed
+	e.Op = &op
+	return true
+}
+
 // Count adds n to the count of command for instance: commands counted instead of recorded one event
 // each (see Meta.Counted).
 func (r *Recorder) Count(instance, command string, n int64) {

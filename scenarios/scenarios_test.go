@@ -6,7 +6,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tenurelabs/tenure/chaos"
 	"github.com/tenurelabs/tenure/checker"
 	"github.com/tenurelabs/tenure/history"
 	"github.com/tenurelabs/tenure/scenarios"
@@ -80,25 +79,25 @@ func TestSuites(t *testing.T) {
 	require.ErrorContains(t, err, "valid scenarios: single-instance")
 }
 
-// Every fault a scenario (or the random nemesis, on any seed) can apply has an entry in the checker's
-// bound table: its class is the one written here, so a new fault must be given a derived bound before a
-// scenario can use it, and no scenario has a bound of its own (sim.Scenario has no field for one).
-func TestEveryFaultHasABoundInTheTable(t *testing.T) {
-	want := map[string]checker.FaultClass{
-		"crash": checker.ClassGone, "restart": checker.ClassGone, "aborted-start": checker.ClassGone,
-		"conn-reset": checker.ClassGone, "stop": checker.ClassHandoff,
-		"partition": checker.ClassSilent, "stall": checker.ClassSilent, "pause": checker.ClassSilent,
-		"one-way-partition": checker.ClassBlind,
-		"outage":            checker.ClassBackendDown, "redis-pause": checker.ClassBackendDown, "redis-restart-aof": checker.ClassBackendDown,
-		"redis-restart": checker.ClassWipe, "redis-restart-from-snapshot": checker.ClassWipe,
-		"primary-kill": checker.ClassWipe, "primary-isolate": checker.ClassWipe, "sentinel-failover": checker.ClassWipe,
-		"shard-primary-kill": checker.ClassWipe, "slot-migration": checker.ClassWipe, "shard-node-restart": checker.ClassWipe,
-		"latency": checker.ClassSlow,
-		// Nothing a takeover waits for: a start (judged by the scale-change windows), a clock drift
-		// (judged by the assumptions), the replicas' own link.
-		"start": checker.ClassNone, "clock-drift": checker.ClassNone, "replication-latency": checker.ClassNone,
+// Every fault a scenario (or the random nemesis, on any seed) can apply has an effect in the checker's
+// model (checker.EffectOf): the effect written here, so a new fault must be given one — what it does to an
+// instance or to the backend, from which the model derives every deadline — before a scenario can use it.
+// No scenario has a bound of its own (sim.Scenario has no field for one).
+func TestEveryFaultHasAnEffectInTheModel(t *testing.T) {
+	want := map[string]checker.Effect{
+		"crash": checker.EffectGone, "restart": checker.EffectGone, "aborted-start": checker.EffectGone,
+		"conn-reset": checker.EffectBlind, "stop": checker.EffectStopped,
+		"partition": checker.EffectCutOff, "outage": checker.EffectCutOff, "stall": checker.EffectStalled,
+		"pause": checker.EffectPaused, "one-way-partition": checker.EffectBlind,
+		"redis-pause": checker.EffectBackendDown, "redis-restart-aof": checker.EffectBackendDown,
+		"redis-restart": checker.EffectDataLoss, "redis-restart-from-snapshot": checker.EffectDataLoss,
+		"primary-kill": checker.EffectDataLoss, "primary-isolate": checker.EffectDataLoss, "sentinel-failover": checker.EffectDataLoss,
+		"shard-primary-kill": checker.EffectDataLoss, "slot-migration": checker.EffectDataLoss, "shard-node-restart": checker.EffectDataLoss,
+		"latency": checker.EffectSlowed, "slow-requests": checker.EffectSlowed, "slow-replies": checker.EffectSlowed,
+		// Nothing a takeover waits for: a start (its newcomer needs a detection latency, as any
+		// instance does), a clock drift (judged by the assumptions), the replicas' own link.
+		"start": checker.EffectNone, "clock-drift": checker.EffectNone, "replication-latency": checker.EffectNone,
 	}
-	held := map[string]bool{"slow-requests": true, "slow-replies": true}
 	for _, sc := range scenarios.All() {
 		name := sc.System
 		if name == "" {
@@ -107,29 +106,16 @@ func TestEveryFaultHasABoundInTheTable(t *testing.T) {
 		sys, err := sim.Lookup(name)
 		require.NoError(t, err)
 		for seed := int64(1); seed <= 5; seed++ {
-			steps, timing, err := sim.Plan(sim.Options{System: sys, Scenario: sc, Seed: seed, TimeScale: 0.1})
+			steps, _, err := sim.Plan(sim.Options{System: sys, Scenario: sc, Seed: seed, TimeScale: 0.1})
 			require.NoError(t, err)
-			meta := history.Meta{LeaseTTL: timing.LeaseTTL, Timing: &history.Timing{RenewInterval: timing.RenewInterval,
-				OpTimeout: timing.OpTimeout, PollDuration: timing.PollDuration}}
 			for _, st := range steps {
 				n := st.Fault.Name()
 				if strings.HasPrefix(n, "session-") {
 					continue // an ordinary operation, not a fault
 				}
-				f := &history.Fault{Name: n, Params: map[string]string{}}
-				switch x := st.Fault.(type) {
-				case chaos.SlowRequests:
-					f.Params["delay"], f.Params["match"] = x.Delay.String(), x.Match
-				case chaos.SlowReplies:
-					f.Params["delay"] = x.Delay.String()
-				}
-				got := checker.Classify(f, meta)
-				if held[n] {
-					require.NotEqual(t, checker.ClassNone, got, "%s: %s", sc.Name, st)
-					continue
-				}
+				got := checker.EffectOf(&history.Fault{Name: n})
 				c, ok := want[n]
-				require.True(t, ok, "%s: fault %q has no entry in the bound table (checker/bounds.go, docs/bounds.md)", sc.Name, n)
+				require.True(t, ok, "%s: fault %q has no effect in the model (checker/effects.go, docs/checker.md)", sc.Name, n)
 				require.Equal(t, c, got, "%s: %s", sc.Name, st)
 			}
 		}

@@ -164,10 +164,11 @@ func (s Scenario) Validate() error {
 }
 
 // exercises returns the invariants scenario sc exists to exercise (t is its timing in spec time, as its
-// steps are): its own Exercises, and failover
-// when one of its written steps (not a nemesis) takes endpoints from an instance it names (a crash, a
-// partition, a pause, a stop, ... of a slot or of an endpoint's holder): such a run must measure a
-// takeover. An aborted start is left out: the instance it stops never held anything.
+// steps are): its own Exercises, and failover when one of its written steps (not a nemesis) can end what
+// an instance it names holds (checker.TakesHolding: a crash, a partition, a pause, a stop, ... of a slot
+// or of an endpoint's holder): such a run must measure a takeover. An aborted start and an outage are
+// left out: the instance an aborted start stops never held anything, and an outage stops every instance
+// at once, whose takeovers liveness judges.
 func exercises(sc Scenario, t Timing) []string {
 	out := append([]string(nil), sc.Exercises...)
 	meta := history.Meta{LeaseTTL: t.LeaseTTL, Timing: &history.Timing{RenewInterval: t.RenewInterval, OpTimeout: t.OpTimeout, PollDuration: t.PollDuration, HandshakeReplies: DefaultHandshakeReplies}}
@@ -183,8 +184,7 @@ func exercises(sc Scenario, t Timing) []string {
 		case chaos.AbortedStart, chaos.Outage:
 			continue
 		}
-		if checker.OwesTakeover(f, meta) && checker.Classify(f, meta) != checker.ClassBackendDown &&
-			!slices.Contains(out, checker.InvFailover) {
+		if checker.TakesHolding(f, meta) && !slices.Contains(out, checker.InvFailover) {
 			out = append(out, checker.InvFailover)
 		}
 	}

@@ -1,0 +1,174 @@
+package checker
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/tenurelabs/tenure/history"
+)
+
+// Confirmed leases: the stretches in which an instance's own confirmed acquisitions and renewals entitle
+// it to act on an endpoint. An acquire or renewal that the instance saw succeed (answered OK, with a
+// reply, and replicated when the system waits for WAIT) entitles it from the reply until the request +
+// TTL·(1 − drift bound): the key cannot have been written before the request was sent, so it lives at
+// most until request + TTL, and a holder whose clock errs within the drift bound stops by then. Windows
+// that meet or overlap join, since a renewal confirmed inside one carries the lease on.
+
+// validWindow is a stretch of run time in which an instance's confirmed lease entitles it to act on an
+// endpoint.
+type validWindow struct {
+	from, to time.Duration
+	last     *history.Event // the operation that set to
+}
+
+// leaseKey names one instance's leases on one endpoint.
+type leaseKey struct{ inst, ep string }
+
+// leases are the confirmed leases of a history.
+type leases struct {
+	windows map[leaseKey][]validWindow
+	// tried holds the pairs where the instance asked for the endpoint, whatever the answer.
+	tried map[leaseKey]bool
+	// any is set when the history holds an acquire or a renewal at all (the system's backend calls are
+	// modelled).
+	any bool
+}
+
+// newLeases builds the confirmed leases of idx.
+func newLeases(idx *index) *leases {
+	ls := &leases{windows: map[leaseKey][]validWindow{}, tried: map[leaseKey]bool{}}
+	grants := map[leaseKey][]*history.Event{}
+	blind := map[leaseKey][]*history.Event{} // confirmed unconditional renewals (PEXPIRE), by who sent them
+	for _, e := range idx.ops {
+		if e.Op.Kind != history.OpAcquire && e.Op.Kind != history.OpRenew {
+			continue
+		}
+		ls.any = true
+		k := leaseKey{e.Instance, e.Endpoint}
+		ls.tried[k] = true
+		// A write WAIT did not confirm (NotReplicated) is no confirmed lease: a failover may discard it,
+		// and a system that waits for WAIT does not count it.
+		if !e.Op.OK || e.Op.Unknown || e.Op.NotReplicated || e.End == history.Infinity || e.End < e.At || e.Endpoint == "" {
+			continue
+		}
+		switch {
+		case ownedBy(e.Op.Owner, e.Instance) || idx.opaqueOwner(e.Op.Owner, e.Instance):
+			grants[k] = append(grants[k], e)
+		case e.Op.Kind == history.OpRenew && e.Op.Owner == history.AnyOwner:
+			blind[k] = append(blind[k], e)
+		}
+	}
+	for k := range ls.tried {
+		if ws := validWindows(grants[k], blind[k], idx.meta.LeaseTTL, idx.meta.Assumptions.DriftBound); len(ws) > 0 {
+			ls.windows[k] = ws
+		}
+	}
+	return ls
+}
+
+// at returns the window of inst's confirmed lease on ep that contains t, if any, and the index in its
+// windows where t would go.
+func (ls *leases) at(inst, ep string, t time.Duration) (validWindow, int, bool) {
+	ws := ls.windows[leaseKey{inst, ep}]
+	i, found := slices.BinarySearchFunc(ws, t, func(w validWindow, t time.Duration) int {
+		switch {
+		case w.to < t:
+			return -1
+		case w.from > t:
+			return 1
+		}
+		return 0
+	})
+	if found {
+		return ws[i], i, true
+	}
+	return validWindow{}, i, false
+}
+
+// valid reports whether poll p lies inside its poller's confirmed lease (a poll cut short by its context
+// may end up to cutSlack later).
+func (ls *leases) valid(p *history.Event, ttl time.Duration, drift float64) bool {
+	w, _, ok := ls.at(p.Instance, p.Endpoint, p.At)
+	return ok && pollEnd(p) <= w.to+cutSlack(p, ttl, drift)
+}
+
+// opaqueOwner reports whether an owner value that does not carry inst's ID is still inst's own: a
+// concrete value (not history.AnyOwner) that names no other instance of the run. Libraries write a
+// random token of their own as the lock's value (redis-py's Lock, redlock); the instance that sent the
+// acquire and saw it succeed holds that value.
+func (idx *index) opaqueOwner(owner, inst string) bool {
+	if owner == "" || owner == history.AnyOwner {
+		return false
+	}
+	for _, other := range idx.instances {
+		if other != inst && strings.Contains(owner, other) {
+			return false
+		}
+	}
+	return true
+}
+
+// ownedBy reports whether an operation's owner value identifies inst: the instance ID itself, or the
+// instance ID followed by ":" and a per-holding suffix.
+func ownedBy(owner, inst string) bool {
+	return owner == inst || strings.HasPrefix(owner, inst+":")
+}
+
+// cutSlack is how far a poll cut short by its context may end past the validity bound: the system cuts
+// it at its own deadline, but the harness stamps the end only when it sees the cancellation, so its own
+// scheduling delay shows there. The slack stops where the key itself may expire (request + TTL), past
+// which another holder may have been granted the endpoint.
+func cutSlack(p *history.Event, ttl time.Duration, drift float64) time.Duration {
+	if p.Poll.Outcome != history.PollCancelled {
+		return 0
+	}
+	return time.Duration(float64(ttl) * drift)
+}
+
+// validWindows turns confirmed grants into joined windows, sorted by start. An unconditional renewal
+// (PEXPIRE) extends whoever holds the key: it extends the sender's own lease only when its reply came
+// while that lease, by the sender's earlier confirmed grants, still held (the key then still named the
+// sender when the renewal was applied).
+func validWindows(gs, blind []*history.Event, ttl time.Duration, drift float64) []validWindow {
+	window := func(g *history.Event) validWindow {
+		t := ttl
+		if g.Op.TTL > 0 {
+			t = min(t, g.Op.TTL)
+		}
+		return validWindow{from: g.End, to: g.At + time.Duration(float64(t)*(1-drift)), last: g}
+	}
+	type candidate struct {
+		w     validWindow
+		blind bool
+	}
+	var cs []candidate
+	for _, g := range gs {
+		cs = append(cs, candidate{window(g), false})
+	}
+	for _, g := range blind {
+		cs = append(cs, candidate{window(g), true})
+	}
+	slices.SortStableFunc(cs, func(a, b candidate) int { return cmp.Compare(a.w.from, b.w.from) })
+	var out []validWindow
+	for _, c := range cs {
+		w := c.w
+		if w.to <= w.from {
+			continue
+		}
+		n := len(out)
+		joins := n > 0 && w.from <= out[n-1].to
+		if c.blind && !joins {
+			continue
+		}
+		if joins {
+			if w.to > out[n-1].to {
+				out[n-1].to, out[n-1].last = w.to, w.last
+			}
+			continue
+		}
+		out = append(out, w)
+	}
+	return out
+}

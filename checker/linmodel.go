@@ -1,0 +1,254 @@
+package checker
+
+import (
+	"fmt"
+	"hash/fnv"
+	"math"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/tenurelabs/tenure/history"
+)
+
+// opWipe is the synthetic operation standing for a backend restart that lost every key.
+const opWipe history.OpKind = "wipe"
+
+// leaseInput is one operation on one lease key, as the model sees it. The operation's interval rides
+// along because whether the key had expired depends on when, inside [call, ret], the operation applied.
+type leaseInput struct {
+	key   string
+	kind  history.OpKind
+	owner string
+	ttl   time.Duration
+	call  int64
+	ret   int64 // math.MaxInt64 when the outcome is unknown
+	seq   int64 // the history event, for messages
+	// absentOK: a release that also succeeds on an absent or expired key (history.Op.AbsentOK).
+	absentOK bool
+	// strict: an acquire that is refused when the key already holds the caller's own value (a plain
+	// SET NX, as Redis answers it), unlike a script that finds its own value and grants it again.
+	strict bool
+}
+
+// leaseOutput is what the client saw.
+type leaseOutput struct {
+	unknown bool   // no reply: any outcome is possible, including no effect at all
+	ok      bool   // acquire/renew/release succeeded
+	value   string // what a read returned ("" for no key)
+	// notReplicated: a write answered OK that WAIT did not confirm (history.Op.NotReplicated); unknown
+	// is set too, and the operation keeps its return time.
+	notReplicated bool
+}
+
+// leaseState is one possible state of a key. The exact instant an operation applied is unknown, so the
+// state keeps intervals: the key, if owned, expires at some instant in [expLo, expHi]; and the last
+// applied operation took effect no earlier than now (linearization points never go back in time).
+// The intervals over-approximate: the model accepts every history a real key could produce, and a few
+// more whose operations are within one operation interval of being valid.
+type leaseState struct {
+	owner        string // "" when the key is absent
+	expLo, expHi int64
+	now          int64
+}
+
+// leaseModel is the porcupine model of one lease key with a TTL, applied at an instant a of each
+// operation's [call, return] interval:
+//
+//   - acquire(owner, ttl) succeeds iff the key is absent or expired at a, or (for an acquire that is not
+//     a plain SET NX) holds owner; it then holds owner until a+ttl (a TTL of zero: forever). A refusal
+//     leaves the key as it was. A plain SET NX is refused by a key that holds the caller's own value, as
+//     Redis refuses it;
+//   - renew(owner, ttl) succeeds iff the key holds owner, unexpired; it then expires at a+ttl;
+//   - release(owner) succeeds iff the key holds owner, unexpired; it then deletes the key;
+//   - with owner history.AnyOwner (an unconditional PEXPIRE or DEL), renew and release act on whoever
+//     holds the key; a release marked AbsentOK also succeeds when the key is absent or expired;
+//   - read returns the owner, or "" when the key is absent or expired;
+//   - a wipe (backend restart with data loss) deletes the key;
+//   - an operation with an unknown outcome may have applied (at any instant after its call, or within
+//     its interval when it has a return: a write WAIT did not confirm) or not.
+//
+// It is nondeterministic (an unknown outcome; an expiry either side of an operation's apply instant) and
+// becomes a deterministic Model over sets of states through porcupine's power-set construction.
+func leaseModel() porcupine.Model {
+	nm := porcupine.NondeterministicModel{
+		Init: func() []any { return []any{leaseState{}} },
+		Step: func(state, input, output any) []any {
+			return stepLease(state.(leaseState), input.(leaseInput), output.(leaseOutput))
+		},
+		Hash: func(state any) uint64 {
+			s := state.(leaseState)
+			h := fnv.New64a()
+			_, _ = h.Write([]byte(s.owner))
+			return h.Sum64() ^ uint64(s.expLo)*31 ^ uint64(s.expHi)*131 ^ uint64(s.now)*1009
+		},
+		DescribeOperation: describeLeaseOp,
+		DescribeState: func(state any) string {
+			s := state.(leaseState)
+			if s.owner == "" {
+				return "absent"
+			}
+			return fmt.Sprintf("%s until %s", s.owner, describeExpiry(s.expLo, s.expHi))
+		},
+		DescribeOperationMetadata: func(info any) string {
+			if info == nil {
+				return ""
+			}
+			return fmt.Sprintf("history seq %v", info)
+		},
+	}
+	m := nm.ToModel()
+	m.Partition = partitionByKey
+	return m
+}
+
+// stepLease returns every state the key can be in after in applied to s with outcome out.
+func stepLease(s leaseState, in leaseInput, out leaseOutput) []any {
+	aLo, aHi := max(in.call, s.now), in.ret
+	if aLo > aHi {
+		return nil
+	}
+	// absent: the key may be gone at some instant of [aLo, aHi]; alive: it may still be there.
+	absent := s.owner == "" || aHi >= s.expLo
+	alive := s.owner != "" && aLo < s.expHi
+	// gone is the state after learning the key had expired (or was absent) at the apply instant.
+	gone := leaseState{now: aLo}
+	if s.owner != "" {
+		gone.now = max(aLo, s.expLo)
+	}
+	// still is s after learning the key was alive at the apply instant.
+	still := s
+	still.now = aLo
+	if s.owner != "" {
+		still.expLo = max(s.expLo, aLo)
+	}
+	// set is the key newly written by in.owner at an instant in [lo, aHi].
+	set := func(lo int64) leaseState {
+		lo = max(lo, aLo)
+		return leaseState{owner: in.owner, expLo: addTTL(lo, in.ttl), expHi: expiryHi(aHi, in.ttl), now: lo}
+	}
+
+	var next []any
+	switch in.kind {
+	case opWipe:
+		return []any{leaseState{now: aLo}}
+	case history.OpAcquire:
+		okMine := s.owner == "" || (s.owner == in.owner && !in.strict)
+		if out.unknown || out.ok {
+			switch {
+			case okMine:
+				next = append(next, set(aLo))
+			case absent:
+				next = append(next, set(s.expLo))
+			}
+		}
+		if !out.unknown && !out.ok {
+			if !okMine && alive {
+				next = append(next, still)
+			}
+		}
+	case history.OpRenew, history.OpRelease:
+		mine := s.owner != "" && (s.owner == in.owner || in.owner == history.AnyOwner)
+		if (out.unknown || out.ok) && mine && alive {
+			if in.kind == history.OpRenew {
+				r := still
+				r.expLo, r.expHi = addTTL(aLo, in.ttl), expiryHi(aHi, in.ttl)
+				next = append(next, r)
+			} else {
+				next = append(next, leaseState{now: aLo})
+			}
+		}
+		if (out.unknown || out.ok) && in.kind == history.OpRelease && in.absentOK && absent {
+			next = append(next, gone)
+		}
+		if !out.unknown && !out.ok {
+			switch {
+			case !mine:
+				u := s
+				u.now = aLo
+				next = append(next, u)
+			case absent:
+				next = append(next, gone)
+			}
+		}
+	case history.OpRead:
+		switch {
+		case out.unknown:
+		case out.value == "":
+			if absent {
+				next = append(next, gone)
+			}
+		case out.value == s.owner && alive:
+			next = append(next, still)
+		}
+	}
+	if out.unknown {
+		// The operation may never have applied, or applied and failed: s, with no more known than before,
+		// covers both.
+		next = append(next, s)
+	}
+	return next
+}
+
+// redisTick is the resolution of Redis's clock for key expiry. A key given a TTL at instant a expires at
+// floor_ms(a)+ttl, and Redis counts it expired only once its millisecond clock has passed that value,
+// i.e. at the first instant in (a+ttl, a+ttl+1ms]; a script also judges every key by the time it
+// started. Without the tick, a refusal a fraction of a millisecond after a+ttl (seen on a loaded
+// machine, 0.34 ms) reads as an answer no key could give.
+const redisTick = time.Millisecond
+
+// expiryHi is the latest instant at which a key given ttl at the latest instant a expires.
+func expiryHi(a int64, ttl time.Duration) int64 {
+	if ttl <= 0 {
+		return addTTL(a, ttl)
+	}
+	return addTTL(a, ttl+redisTick)
+}
+
+// addTTL is t+ttl, saturating; a TTL of zero or less means the key never expires.
+func addTTL(t int64, ttl time.Duration) int64 {
+	if ttl <= 0 || t > math.MaxInt64-int64(ttl) {
+		return math.MaxInt64
+	}
+	return t + int64(ttl)
+}
+
+func describeExpiry(lo, hi int64) string {
+	if lo == math.MaxInt64 {
+		return "forever"
+	}
+	if hi == math.MaxInt64 {
+		return fmt.Sprintf("[%v, never]", time.Duration(lo))
+	}
+	return fmt.Sprintf("[%v, %v]", time.Duration(lo), time.Duration(hi))
+}
+
+func describeLeaseOp(input, output any) string {
+	in, out := input.(leaseInput), output.(leaseOutput)
+	var op string
+	switch in.kind {
+	case opWipe:
+		return "backend wiped"
+	case history.OpAcquire, history.OpRenew:
+		op = fmt.Sprintf("%s(%s, %v)", in.kind, in.owner, in.ttl)
+	case history.OpRelease:
+		op = fmt.Sprintf("release(%s)", in.owner)
+	default:
+		op = "read()"
+	}
+	switch {
+	case out.notReplicated:
+		return op + " -> ok, not confirmed by WAIT (indeterminate)"
+	case out.unknown:
+		return op + " -> unknown"
+	case in.kind == history.OpRead:
+		if out.value == "" {
+			return op + " -> absent"
+		}
+		return op + " -> " + out.value
+	case out.ok:
+		return op + " -> ok"
+	default:
+		return op + " -> refused"
+	}
+}
