@@ -8,11 +8,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/tenurelabs/tenure/checker"
+	"github.com/tenurelabs/tenure/internal/lagtest"
 	"github.com/tenurelabs/tenure/internal/redistest"
 	"github.com/tenurelabs/tenure/reports"
 	"github.com/tenurelabs/tenure/simcli"
@@ -71,20 +73,85 @@ func TestExampleSurvivesACrash(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			code := simcli.Main(context.Background(), []string{"run", tc.scenario, "--system", "exec:" + dir,
 				"--seed", "1", "--time-scale", "0.1", "--redis", "server", "--quiet", "--out", out}, &stdout, &stderr)
-			// 1: the examples do not balance; 3: a timing verdict the machine's load made inconclusive.
+			// 1: the examples do not balance; 3: a timing verdict the machine's load made inconclusive
+			// (judgeCrash makes the test inconclusive when that verdict is the failover's).
 			require.Contains(t, []int{simcli.ExitOK, simcli.ExitViolated, simcli.ExitInconclusive}, code,
 				"%s%s", stdout.String(), stderr.String())
 			res, err := reports.ReadResult(out)
 			require.NoError(t, err)
-			got := map[string]string{}
-			for _, inv := range res.Invariants {
-				got[inv.Invariant] = string(inv.Outcome)
-			}
-			for _, inv := range []string{checker.InvSingleHolder, checker.InvSinglePoller, checker.InvValidity, checker.InvLinearizable} {
-				require.Equal(t, string(checker.Pass), got[inv], "%s in %s; report: %s\n%s", inv, tc.scenario, out, stdout.String())
-			}
-			require.NotContains(t, []string{string(checker.Skipped), string(checker.Unknown)}, got[checker.InvFailover],
-				"the crash gave the failover check nothing to judge; report: %s", out)
+			judgeCrash(t, res, tc.scenario, out, stdout.String())
 		})
 	}
 }
+
+// judgeCrash requires of an example's crash run what a crash must never break, and that the failover
+// check judged the takeovers. A failover verdict the harness's own lag made inconclusive judged nothing:
+// the test is then inconclusive (lagtest), counted, never a pass.
+func judgeCrash(t testing.TB, res reports.RunResult, scenario, out, stdout string) {
+	t.Helper()
+	got := map[string]string{}
+	for _, inv := range res.Invariants {
+		got[inv.Invariant] = string(inv.Outcome)
+	}
+	for _, inv := range []string{checker.InvSingleHolder, checker.InvSinglePoller, checker.InvValidity, checker.InvLinearizable} {
+		require.Equal(t, string(checker.Pass), got[inv], "%s in %s; report: %s\n%s", inv, scenario, out, stdout)
+	}
+	if got[checker.InvFailover] == string(checker.Inconclusive) {
+		lagtest.Inconclusive(t, "%s: a takeover coincided with the harness's own lag, so the failover check could not judge it; report: %s",
+			scenario, out)
+	}
+	require.NotContains(t, []string{string(checker.Skipped), string(checker.Unknown)}, got[checker.InvFailover],
+		"the crash gave the failover check nothing to judge; report: %s", out)
+}
+
+// A crash run whose failover verdict is inconclusive makes the test inconclusive, counted in
+// TENURE_INCONCLUSIVE_LOG; safety is judged first, whatever the machine's load.
+func TestJudgeCrashCountsAnInconclusiveFailoverApart(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "inconclusive.txt")
+	t.Setenv(lagtest.LogEnv, log)
+	result := func(failover, linearizable checker.Outcome) reports.RunResult {
+		res := reports.RunResult{}
+		for _, inv := range []string{checker.InvSingleHolder, checker.InvSinglePoller, checker.InvValidity} {
+			res.Invariants = append(res.Invariants, reports.InvariantResult{Invariant: inv, Outcome: checker.Pass})
+		}
+		res.Invariants = append(res.Invariants, reports.InvariantResult{Invariant: checker.InvLinearizable, Outcome: linearizable},
+			reports.InvariantResult{Invariant: checker.InvFailover, Outcome: failover})
+		return res
+	}
+	judged := func(res reports.RunResult) (skipped, failed bool) {
+		ft := &fakeT{TB: t}
+		done := make(chan struct{})
+		go func() { // FailNow and SkipNow end the goroutine
+			defer close(done)
+			judgeCrash(ft, res, "crash-failover", "out", "")
+		}()
+		<-done
+		return ft.skipped, ft.failed
+	}
+	skipped, failed := judged(result(checker.Pass, checker.Pass))
+	require.False(t, skipped || failed, "a judged takeover passes")
+	skipped, failed = judged(result(checker.Inconclusive, checker.Pass))
+	require.True(t, skipped, "an inconclusive failover judged nothing: the test is inconclusive, not passed")
+	require.False(t, failed)
+	b, err := os.ReadFile(log)
+	require.NoError(t, err)
+	require.Contains(t, string(b), "INCONCLUSIVE")
+	_, failed = judged(result(checker.Inconclusive, checker.Violated))
+	require.True(t, failed, "safety is judged whatever the load")
+}
+
+// fakeT records how a check ended without ending the test that runs it.
+type fakeT struct {
+	testing.TB
+	skipped, failed bool
+}
+
+func (f *fakeT) Helper()               {}
+func (f *fakeT) Name() string          { return "TestExampleSurvivesACrash/fake" }
+func (f *fakeT) Errorf(string, ...any) { f.failed = true }
+func (f *fakeT) FailNow()              { f.failed = true; runtime.Goexit() }
+func (f *fakeT) Skip(...any)           { f.skipped = true; runtime.Goexit() }
+func (f *fakeT) Skipf(string, ...any)  { f.skipped = true; runtime.Goexit() }
+func (f *fakeT) SkipNow()              { f.skipped = true; runtime.Goexit() }
+func (f *fakeT) Fatalf(string, ...any) { f.failed = true; runtime.Goexit() }
+func (f *fakeT) Logf(string, ...any)   {}

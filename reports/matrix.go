@@ -14,8 +14,9 @@ import (
 // cell, beside the baselines and peers, which are there to fail. Its index is that grid, not a list of
 // runs, and each cell says which of four things it is: a pass, an expected failure (a baseline or peer
 // failing: what it is in the matrix to show), an unexpected result (one of Tenure's systems failing, or
-// a baseline passing the cell its flaw shows in: the harness missed it), or inconclusive. The badge
-// follows from the cells alone, and so does simrun's exit status (MatrixVerdict), so they agree.
+// a baseline passing the cell its flaw shows in: the harness missed it), or inconclusive (no run failed
+// and one could not be judged: never a pass, never an expected failure). The badge follows from the cells
+// alone, and so does simrun's exit status (MatrixVerdict), so they agree.
 
 // MatrixStatus is what a matrix cell says.
 type MatrixStatus string
@@ -25,7 +26,7 @@ const (
 	MatrixPass         MatrixStatus = "pass"
 	MatrixExpected     MatrixStatus = "expected"     // a baseline or peer failed: its expected output
 	MatrixUnexpected   MatrixStatus = "unexpected"   // Tenure's system failed, or a baseline passed its characteristic cell
-	MatrixInconclusive MatrixStatus = "inconclusive" // Tenure's system: the harness ran too late to judge
+	MatrixInconclusive MatrixStatus = "inconclusive" // no run failed, and the harness ran too late to judge one
 	MatrixError        MatrixStatus = "error"        // no run of the cell could be set up
 )
 
@@ -38,6 +39,12 @@ type MatrixCell struct {
 	Text string
 	// Characteristic marks the cell a baseline's or peer's known flaw shows in.
 	Characteristic bool
+	// Unasserted marks a cell the matrix expects nothing of: a baseline's or peer's cell other than its
+	// characteristic ones, where a pass and a failure are both as expected. Inconclusive, it is shown and
+	// counted as such, but leaves the badge as the other cells make it: whatever its runs would have
+	// shown, the matrix's verdict would be the same. Every other inconclusive cell (one of Tenure's
+	// systems', a characteristic one) makes the matrix INCONCLUSIVE.
+	Unasserted bool
 	// Report is the report of the cell's first failing run (else its first run), relative to the
 	// matrix's directory; "" when there is none.
 	Report string
@@ -78,15 +85,15 @@ type Matrix struct {
 }
 
 // MatrixVerdict is the matrix's badge and simrun's exit status in one: FAILED when a cell is
-// unexpected, INCONCLUSIVE when one is inconclusive and none unexpected, else PASSED (the matrix came
-// out as expected, the baselines' failures included).
+// unexpected, INCONCLUSIVE when one the matrix asserts something of (not Unasserted) is inconclusive and
+// none unexpected, else PASSED (the matrix came out as expected, the baselines' failures included).
 func MatrixVerdict(cells []MatrixCell) Verdict {
 	v := Verdict{"PASSED", "pass"}
 	for _, c := range cells {
-		switch c.Status {
-		case MatrixUnexpected:
+		switch {
+		case c.Status == MatrixUnexpected:
 			return Verdict{"FAILED", "violated"}
-		case MatrixInconclusive:
+		case c.Status == MatrixInconclusive && !c.Unasserted:
 			v = Verdict{"INCONCLUSIVE", "inconclusive"}
 		}
 	}
@@ -130,7 +137,7 @@ var matrixLegend = []struct {
 	{MatrixPass, "pass: every invariant held on every seed"},
 	{MatrixExpected, "expected failure: a baseline or peer failed, which is what it is in the matrix to show (★ marks the cell its known flaw shows in)"},
 	{MatrixUnexpected, "unexpected: one of Tenure's systems failed, or a baseline passed the cell its flaw shows in (the harness missed it)"},
-	{MatrixInconclusive, "inconclusive: the harness itself ran too late to judge a timing invariant of one of Tenure's systems"},
+	{MatrixInconclusive, "inconclusive: no run failed, and the harness itself ran too late to judge one: neither a pass nor an expected failure (in one of Tenure's systems' cells or a ★ cell, it makes the matrix INCONCLUSIVE)"},
 	{MatrixError, "error: the cell could not be set up"},
 }
 

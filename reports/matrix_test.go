@@ -79,3 +79,18 @@ func texts(ns []*node) []string {
 	}
 	return out
 }
+
+// An inconclusive cell is never a pass: one of Tenure's systems' or a characteristic one makes the
+// matrix INCONCLUSIVE; one the matrix expects nothing of (a baseline's other cells, where a pass and a
+// failure are both as expected) is shown and counted, and leaves the badge to the other cells.
+func TestMatrixInconclusiveCellsAndTheBadge(t *testing.T) {
+	pass := MatrixCell{System: "reference", Scenario: "gc-pause", Status: MatrixPass, Text: "pass"}
+	char := MatrixCell{System: "spec-naive", Scenario: "gc-pause", Status: MatrixInconclusive, Text: "failover>bound~", Characteristic: true}
+	free := MatrixCell{System: "spec-naive", Scenario: "balance-3x9", Status: MatrixInconclusive, Text: "failover>bound~", Unasserted: true}
+	require.Equal(t, "INCONCLUSIVE", MatrixVerdict([]MatrixCell{pass, char}).Word)
+	require.Equal(t, "PASSED", MatrixVerdict([]MatrixCell{pass, free}).Word)
+	require.Equal(t, "INCONCLUSIVE", MatrixVerdict([]MatrixCell{pass, free, char}).Word)
+	md := MatrixMarkdown(matrixOf(pass, free), false)
+	require.True(t, strings.HasPrefix(md, "### ✅ matrix: PASSED · 2 cells: 1 pass, 0 unexpected, 1 inconclusive"), md)
+	require.Contains(t, md, "| spec-naive | — | ⏳ failover>bound~ |")
+}

@@ -13,13 +13,17 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tenurelabs/tenure/checker"
+	"github.com/tenurelabs/tenure/history"
 	"github.com/tenurelabs/tenure/reports"
 )
 
 // fakeShard writes the directory that shard i of 2 of the campaign given by args would leave, without running
 // anything: each job's run is a saved history judged again, the naive design's (a failure) for the jobs
-// failing names, the reference's (a pass, pruned) for the others. Jobs at or after stopAt did not run.
-func fakeShard(t *testing.T, dir string, shard int, stopAt int, failing map[string]bool, args ...string) campaignManifest {
+// failing names outFail, the reference's on a starved machine (inconclusive, lateHistory) for those it
+// names outInconclusive, the reference's (a pass, pruned) for the others. Jobs at or after stopAt did not
+// run.
+func fakeShard(t *testing.T, dir string, shard int, stopAt int, failing map[string]outcome, args ...string) campaignManifest {
 	t.Helper()
 	f, def, jobs := planArgs(t, append(args, "--shard", fmt.Sprintf("%d/2", shard))...)
 	require.NoError(t, os.MkdirAll(dir, 0o755))
@@ -29,11 +33,14 @@ func fakeShard(t *testing.T, dir string, shard int, stopAt int, failing map[stri
 		rec := jobRecord{Job: k, Scenario: j.opts.Scenario.Name, Seed: j.opts.Seed, Outcome: outNotRun, Replay: j.opts.Command}
 		if n < stopAt {
 			runDir := runDir(dir, rec.Scenario, rec.Seed)
-			saved := "reference-redis-partition"
-			if failing[plannedJob{Scenario: rec.Scenario, Seed: rec.Seed}.name()] {
-				saved = "naive-redis-partition"
+			switch failing[plannedJob{Scenario: rec.Scenario, Seed: rec.Seed}.name()] {
+			case outFail:
+				judgedRun(t, "naive-redis-partition", runDir)
+			case outInconclusive:
+				judgedHistory(t, lateHistory(t), runDir)
+			default:
+				judgedRun(t, "reference-redis-partition", runDir)
 			}
-			judgedRun(t, saved, runDir)
 			rec = finishRecord(t.Context(), rec, summaryRow{}, nil, runDir, dir, false)
 		} else {
 			m.Interrupted = true
@@ -61,7 +68,7 @@ func TestCampaignMerge(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
 	s1, s2 := filepath.Join(root, "shard-1"), filepath.Join(root, "shard-2")
-	failing := map[string]bool{"balance-3x9 seed 2": true}
+	failing := map[string]outcome{"balance-3x9 seed 2": outFail}
 	m1 := fakeShard(t, s1, 1, 99, failing, mergeArgs...)
 	m2 := fakeShard(t, s2, 2, 99, failing, mergeArgs...)
 	require.Len(t, append(m1.Jobs, m2.Jobs...), 6)
@@ -185,4 +192,84 @@ func TestCampaignMergeOfAnInterruptedShard(t *testing.T) {
 	md, err := os.ReadFile(filepath.Join(out, reports.FileSummary))
 	require.NoError(t, err)
 	require.Contains(t, string(md), "**Interrupted**")
+}
+
+// lateHistory is the reference's saved redis-partition run with its failover bound set 20 ms below its
+// slowest takeover, and the harness's canary 40 ms late in every window, as on a starved machine: the
+// late takeover coincided with the harness's own lag, and the run is inconclusive.
+func lateHistory(t *testing.T) history.History {
+	t.Helper()
+	h, err := history.ReadFile(filepath.Join("testdata", "reference-redis-partition", "history.jsonl"))
+	require.NoError(t, err)
+	var slowest time.Duration
+	for _, fo := range checker.Check(h, checker.DefaultOptions()).Failovers {
+		slowest = max(slowest, fo.Latency)
+	}
+	require.Positive(t, slowest)
+	h.Meta.FailoverBound = slowest - 20*time.Millisecond
+	l := &history.Lag{Window: 100 * time.Millisecond, Floor: 10 * time.Millisecond}
+	for at := time.Duration(0); at < h.Meta.Duration; at += l.Window {
+		l.Samples = append(l.Samples, history.LagSample{At: at, Canary: 40 * time.Millisecond})
+		l.Windows++
+	}
+	l.Canary = history.LagSummary{Max: 40 * time.Millisecond, P99: 40 * time.Millisecond}
+	h.Meta.Lag, h.Meta.Schema = l, history.SchemaVersion
+	return h
+}
+
+// An inconclusive run is counted on its own everywhere a campaign counts runs: never among the passed
+// nor the failed, in a shard's summary and in the merge's summary, index and JUnit file alike, and the
+// headline of each says what the exit status says.
+func TestCampaignMergeCountsInconclusiveRunsApart(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	s1, s2 := filepath.Join(root, "shard-1"), filepath.Join(root, "shard-2")
+	late := map[string]outcome{"balance-3x9 seed 2": outInconclusive}
+	m1 := fakeShard(t, s1, 1, 99, late, mergeArgs...)
+	m2 := fakeShard(t, s2, 2, 99, late, mergeArgs...)
+	var inShard string
+	for _, m := range []campaignManifest{m1, m2} {
+		for _, r := range m.Jobs {
+			if r.Outcome == outInconclusive {
+				inShard = map[int]string{1: s1, 2: s2}[m.Shard]
+				require.True(t, r.Kept, "an inconclusive run keeps its reports, as a failure does")
+				require.Equal(t, []string{"failover inconclusive"}, r.Causes)
+			}
+		}
+	}
+	require.NotEmpty(t, inShard, "one run is inconclusive")
+	md, err := os.ReadFile(filepath.Join(inShard, reports.FileSummary))
+	require.NoError(t, err)
+	require.Regexp(t, `^### ⏳ campaign \S+, shard [12]/2: 3 runs: 2 passed, 0 failed, 1 inconclusive\n`, string(md))
+
+	out := filepath.Join(root, "merged")
+	code, stdout, err := merge(t, out, s1, s2)
+	require.NoError(t, err)
+	require.Equal(t, ExitInconclusive, code, stdout)
+	require.Contains(t, stdout, "6 runs: 5 passed, 0 failed, 1 inconclusive")
+	require.Contains(t, stdout, "balance-3x9 seed 2: failover inconclusive")
+
+	md, err = os.ReadFile(filepath.Join(out, reports.FileSummary))
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(string(md), "### ⏳ campaign "), string(md))
+	require.Contains(t, string(md), ": 6 runs: 5 passed, 0 failed, 1 inconclusive\n")
+	require.Contains(t, string(md), "| balance-3x9 | 3 | 2 | 0 | 1 | 2 |")
+
+	index, err := os.ReadFile(filepath.Join(out, reports.FileIndex))
+	require.NoError(t, err)
+	require.Contains(t, string(index), `id="verdict">INCONCLUSIVE</span>`)
+	require.Contains(t, string(index), "5 of 6 runs passed, 1 inconclusive")
+
+	var junit struct {
+		Failures int `xml:"failures,attr"`
+		Errors   int `xml:"errors,attr"`
+		Skipped  int `xml:"skipped,attr"`
+	}
+	b, err := os.ReadFile(filepath.Join(out, reports.FileJUnit))
+	require.NoError(t, err)
+	require.NoError(t, xml.Unmarshal(b, &junit))
+	require.Zero(t, junit.Failures, "an inconclusive run is no failure")
+	require.Zero(t, junit.Errors)
+	require.Positive(t, junit.Skipped, "it is evidence neither way: skipped")
+	require.Contains(t, string(b), `<property name="inconclusive" value="true">`)
 }

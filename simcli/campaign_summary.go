@@ -260,12 +260,16 @@ func joinSeeds(seeds []int64) string {
 func (v campaignView) markdown(w io.Writer) error {
 	var b strings.Builder
 	n := v.count()
-	icon := "✅"
-	switch {
+	// The headline's symbol says what the exit status says: an inconclusive run is neither a pass nor a
+	// failure, and a campaign whose runs all passed but for inconclusive ones is inconclusive.
+	icon := "❌"
+	switch code, _ := campaignExit(v); {
 	case v.interrupted:
 		icon = "⏹️"
-	case n[outPass] < len(v.records):
-		icon = "❌"
+	case code == ExitOK:
+		icon = "✅"
+	case code == ExitInconclusive:
+		icon = "⏳"
 	}
 	fmt.Fprintf(&b, "### %s %s: %s\n\n", icon, v.title(), v.tally())
 	if v.interrupted {

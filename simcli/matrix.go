@@ -33,11 +33,14 @@ harness itself ran too late to judge it). With --seeds N each cell is run on see
 Each cell is a pass, an expected failure (a baseline or peer failing: what it is there to show; its
 characteristic cell, where its known flaw shows, is starred), unexpected (a reference system —
 reference, election-redis, election-postgres — failing, or a baseline passing its characteristic cell:
-the harness missed the flaw) or inconclusive. index.html draws the grid, summary.md and matrix.md hold
-it in Markdown, and the badge there agrees with the exit status.
+the harness missed the flaw) or inconclusive (no run failed and one could not be judged: the harness
+ran too late; never counted as a pass nor as an expected failure). index.html draws the grid,
+summary.md and matrix.md hold it in Markdown, and the badge there agrees with the exit status.
 
-Exit status: 0 every cell came out as expected, 1 a cell is unexpected, 2 usage or setup error, 3 a
-reference system's cell was inconclusive and none unexpected.
+Exit status: 0 every cell came out as expected, 1 a cell is unexpected, 2 usage or setup error, 3 none
+unexpected, but a reference system's cell or a baseline's characteristic cell was inconclusive (a
+baseline's other cells may pass or fail alike: one inconclusive is shown as such and leaves the exit
+status as the other cells make it).
 
 Flags:
 `
@@ -251,6 +254,10 @@ func runMatrix(ctx context.Context, f matrixFlags, stdout, stderr io.Writer) (in
 		// Not an error of the command: Main would turn it into a usage error.
 		fmt.Fprintln(stderr, "simrun: a cell came out unexpected (a reference system failed, or a baseline passed the cell its flaw shows in): see the table")
 	}
+	if code == ExitInconclusive {
+		fmt.Fprintln(stderr, "simrun: INCONCLUSIVE: no cell went against its expectation, but a reference system's or a characteristic cell "+
+			"could not be judged: the machine was too loaded (the harness's own lag); run it again on a quieter machine")
+	}
 	return code, nil
 }
 
@@ -431,41 +438,58 @@ func violatedWords(outcomes map[string]checker.Outcome) []string {
 	return words
 }
 
-// text is what a cell shows.
+// text is what a cell shows: "pass", or the words of its runs that did not pass (an inconclusive run's
+// end in "~"); with several seeds, how many of them failed (k/N), an inconclusive run counted apart,
+// never as a failure.
 func (c matrixCell) text(seeds int) string {
-	failed, errored := 0, 0
+	failed, inconclusive, errored := 0, 0, 0
 	seen := map[string]bool{}
 	var words []string
 	for _, r := range c.runs {
 		switch {
 		case r.errored:
 			errored++
-		case !r.passed:
+			continue
+		case r.passed:
+			continue
+		case r.inconclusive:
+			inconclusive++
+		default:
 			failed++
-			for _, w := range r.words {
-				if !seen[w] {
-					seen[w] = true
-					words = append(words, w)
-				}
+		}
+		for _, w := range r.words {
+			if !seen[w] {
+				seen[w] = true
+				words = append(words, w)
 			}
 		}
 	}
-	if failed > 0 && len(words) == 0 {
+	switch {
+	case failed > 0 && len(words) == 0:
 		words = []string{"fail"}
+	case inconclusive > 0 && len(words) == 0:
+		words = []string{"inconclusive"}
 	}
 	var s string
 	switch {
-	case failed == 0 && errored == 0:
+	case failed == 0 && inconclusive == 0 && errored == 0:
 		s = "pass"
-	case failed == 0:
+	case failed == 0 && inconclusive == 0:
 		s = "error"
 	default:
 		s = strings.Join(words, " ")
 	}
-	if seeds > 1 && (failed > 0 || errored > 0) {
+	if seeds > 1 && (failed > 0 || inconclusive > 0 || errored > 0) {
 		s = fmt.Sprintf("%d/%d %s", failed, seeds, s)
-		if errored > 0 && failed > 0 {
-			s += fmt.Sprintf(" (%d error)", errored)
+		var also []string
+		if inconclusive > 0 {
+			also = append(also, fmt.Sprintf("%d inconclusive", inconclusive))
+		}
+		if errored > 0 && (failed > 0 || inconclusive > 0) {
+			also = append(also, fmt.Sprintf("%d error", errored))
+		}
+		if len(also) > 0 {
+			s += " (" + strings.Join(also, ", ") + ")"
 		}
 	}
 	return s
@@ -538,6 +562,23 @@ func (c matrixCell) firstFailing() string {
 	return ""
 }
 
+// what says why a run that did not pass did not: the words of what it violated, or that it was
+// inconclusive (neither a pass nor a failure), or could not be set up.
+func (r matrixRun) what() string {
+	words := strings.Join(r.words, " ")
+	switch {
+	case r.errored:
+		return "could not be set up"
+	case r.inconclusive && words != "":
+		return "inconclusive (the harness ran too late to judge it): " + words
+	case r.inconclusive:
+		return "inconclusive (the harness ran too late to judge it)"
+	case words == "":
+		return "failed"
+	}
+	return words
+}
+
 // failingRuns lists, for a terminal, every run that did not pass with its report and replay command.
 func failingRuns(cells []matrixCell, base string) string {
 	var b strings.Builder
@@ -546,11 +587,7 @@ func failingRuns(cells []matrixCell, base string) string {
 			if r.passed {
 				continue
 			}
-			what := strings.Join(r.words, " ")
-			if r.errored {
-				what = "could not be set up"
-			}
-			fmt.Fprintf(&b, "%s / %s seed %d: %s\n  report: %s\n  replay: %s\n", c.system, c.scenario, r.seed, what,
+			fmt.Fprintf(&b, "%s / %s seed %d: %s\n  report: %s\n  replay: %s\n", c.system, c.scenario, r.seed, r.what(),
 				filepath.Join(base, r.dir, "report.html"), r.replay)
 		}
 	}

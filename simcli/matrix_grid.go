@@ -33,18 +33,19 @@ func characteristic(system, scenario string) bool {
 }
 
 // status is what the cell says: Tenure's own systems must pass; a baseline or peer failing is expected,
-// and passing its characteristic cell is not.
+// and passing its characteristic cell is not. An inconclusive run (nothing violated, but the harness ran
+// too late to judge a timing verdict) is no evidence either way: it is never counted as a pass nor as a
+// failure, expected or not. A cell with no failing run and an inconclusive one is inconclusive, whoever
+// its system is.
 func (c matrixCell) status() reports.MatrixStatus {
-	var notPassed, failed, inconclusive, errored int
+	var failed, inconclusive, errored int
 	for _, r := range c.runs {
 		switch {
 		case r.errored:
 			errored++
 		case r.inconclusive:
-			notPassed++
 			inconclusive++
 		case !r.passed:
-			notPassed++
 			failed++
 		}
 	}
@@ -53,16 +54,22 @@ func (c matrixCell) status() reports.MatrixStatus {
 		return reports.MatrixError
 	case referenceSystems[c.system] && failed > 0:
 		return reports.MatrixUnexpected
-	case referenceSystems[c.system] && inconclusive > 0:
+	case failed > 0:
+		return reports.MatrixExpected // a baseline's failing run shows what it is there to show
+	case inconclusive > 0:
 		return reports.MatrixInconclusive
-	case referenceSystems[c.system]:
-		return reports.MatrixPass
-	case notPassed > 0:
-		return reports.MatrixExpected
-	case characteristic(c.system, c.scenario):
+	case !referenceSystems[c.system] && characteristic(c.system, c.scenario):
 		return reports.MatrixUnexpected
 	}
 	return reports.MatrixPass
+}
+
+// asserted reports whether the matrix expects something of the cell: every cell of a reference system
+// (it must pass) and a baseline's characteristic cells (its flaw must show). A baseline's other cells
+// may pass or fail alike, so an inconclusive one is shown as such but leaves the verdict as the other
+// cells make it.
+func (c matrixCell) asserted() bool {
+	return referenceSystems[c.system] || characteristic(c.system, c.scenario)
 }
 
 // why says what the cell's status means for it.
@@ -75,8 +82,14 @@ func (c matrixCell) why() string {
 		return c.system + " is Tenure's own and must pass every cell: see the report"
 	case st == reports.MatrixUnexpected:
 		return c.system + "'s known flaw shows in " + c.scenario + ", but every run passed: the harness missed it"
-	case st == reports.MatrixInconclusive:
+	case st == reports.MatrixInconclusive && referenceSystems[c.system]:
 		return "the harness itself ran too late to judge a timing invariant: run it again on a quieter machine"
+	case st == reports.MatrixInconclusive && char:
+		return c.system + "'s known flaw shows in " + c.scenario + ", but no run showed it and the harness itself ran too late to judge one: " +
+			"neither a pass nor its expected failure; run it again on a quieter machine"
+	case st == reports.MatrixInconclusive:
+		return "no run of " + c.system + " failed here and the harness itself ran too late to judge one: neither a pass nor an expected " +
+			"failure; the matrix expects nothing of this cell, so it leaves the verdict as the other cells make it"
 	case st == reports.MatrixExpected && char:
 		return c.system + " failed where its known flaw shows: what it is in the matrix for"
 	case st == reports.MatrixExpected:
@@ -110,7 +123,7 @@ func matrixModel(cells []matrixCell, seeds int, entries []reports.SuiteEntry, no
 	link := func(dir string) string { return filepath.ToSlash(filepath.Join(prefix, dir, "report.html")) }
 	for _, c := range cells {
 		mc := reports.MatrixCell{System: c.system, Scenario: c.scenario, Status: c.status(), Text: c.gridText(seeds),
-			Characteristic: characteristic(c.system, c.scenario), Why: c.why()}
+			Characteristic: characteristic(c.system, c.scenario), Unasserted: !c.asserted(), Why: c.why()}
 		if d := c.firstFailing(); d != "" {
 			mc.Report = link(d)
 		} else if len(c.runs) > 0 && !c.runs[0].errored {
@@ -121,14 +134,9 @@ func matrixModel(cells []matrixCell, seeds int, entries []reports.SuiteEntry, no
 			if r.passed {
 				continue
 			}
-			mr := reports.MatrixRun{System: c.system, Scenario: c.scenario, Seed: r.seed, What: strings.Join(r.words, " "), Replay: r.replay}
-			if r.errored {
-				mr.What = "could not be set up"
-			} else {
+			mr := reports.MatrixRun{System: c.system, Scenario: c.scenario, Seed: r.seed, What: r.what(), Replay: r.replay}
+			if !r.errored {
 				mr.Report = link(r.dir)
-			}
-			if mr.What == "" {
-				mr.What = "failed"
 			}
 			m.Failing = append(m.Failing, mr)
 		}
@@ -138,7 +146,8 @@ func matrixModel(cells []matrixCell, seeds int, entries []reports.SuiteEntry, no
 
 // matrixCode is the matrix's exit status, from the same cells as its badge: ExitViolated when a cell
 // is unexpected (Tenure's system failed, or a baseline passed the cell its flaw shows in), else
-// ExitInconclusive when one is inconclusive, else ExitOK.
+// ExitInconclusive when a cell the matrix asserts something of is inconclusive (a reference system's, or
+// a baseline's characteristic cell), else ExitOK.
 func matrixCode(cells []matrixCell) int {
 	switch reports.MatrixVerdict(matrixModel(cells, 1, nil, nil, "").Cells).Class {
 	case "violated":
@@ -180,7 +189,14 @@ func matrixPlain(cells []matrixCell, seeds int) string {
 			case reports.MatrixUnexpected:
 				line += "  (UNEXPECTED)"
 			case reports.MatrixInconclusive:
-				line += "  (inconclusive)"
+				switch {
+				case referenceSystems[c.system]:
+					line += "  (INCONCLUSIVE)"
+				case characteristic(c.system, c.scenario):
+					line += "  (INCONCLUSIVE: its known flaw neither showed nor could be judged)"
+				default:
+					line += "  (inconclusive: neither a pass nor an expected failure; the verdict does not depend on it)"
+				}
 			}
 			fmt.Fprintf(&b, "  %-*s  %s\n", width, col, line)
 		}

@@ -33,9 +33,10 @@ holds history.jsonl), or a suite, a matrix or a bench (its .tenure.json marker n
 and a matrix's table, are rendered again too). report acts on DIR alone: it never looks for runs in
 other directories below it. A run written before markers is recognised by a history.jsonl with nothing
 beside it but the files a run writes. history.jsonl is read, never rewritten.
-Exit status: 0 every run held every invariant (a matrix: no reference system failed a cell), 1 one did
-not, 3 none did not but one is inconclusive (the harness ran too late to judge a timing verdict), 2 usage
-error or DIR is not a directory simrun wrote.
+Exit status: 0 every run held every invariant (a matrix: every cell came out as expected), 1 one did not
+(a matrix: a cell is unexpected), 3 none did not but one is inconclusive (the harness ran too late to
+judge a timing verdict; a matrix: a reference system's or a characteristic cell, as 'simrun matrix'
+says), 2 usage error or DIR is not a directory simrun wrote.
 `
 
 const listHelp = `Usage: simrun list

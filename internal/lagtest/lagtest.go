@@ -6,14 +6,16 @@
 // is skipped as INCONCLUSIVE with the lag instead of failed. A test never routes a safety assertion (two
 // leaders, a stale write) through it: a system must be safe on a slow machine.
 //
-// Inconclusive tests are counted, not hidden: when TENURE_INCONCLUSIVE_LOG names a file, each one appends
-// a line to it, and `make unit` prints them and their number.
+// Inconclusive tests are counted, not hidden, and never passed: when TENURE_INCONCLUSIVE_LOG names a file,
+// each one appends a line to it naming its package and itself (Line), and `make unit` prints them, runs
+// each once more (internal/unitrerun) and fails when one is still inconclusive.
 package lagtest
 
 import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -179,5 +181,59 @@ func record(name, msg string) {
 		return
 	}
 	defer f.Close()
-	_, _ = fmt.Fprintf(f, "%s: %s\n", name, strings.ReplaceAll(msg, "\n", " ")) // one line a test: make unit counts lines
+	_, _ = fmt.Fprintln(f, Line{Package: pkgDir(), Test: name, Message: msg}) // one line a test: make unit counts lines
+}
+
+// Line is one inconclusive test as the file LogEnv names holds it: "./election TestX/redis: INCONCLUSIVE:
+// ...", the package's directory as go test takes it (from the module's root) and the test's full name,
+// which holds no space (testing writes a subtest's spaces as underscores).
+type Line struct {
+	Package string // "./election"; "." for the module's root, an absolute directory outside a module
+	Test    string // t.Name(): "TestX", "TestX/case"
+	Message string // "INCONCLUSIVE: ..."
+}
+
+// String is the line, without its newline; a message's newlines become spaces.
+func (l Line) String() string {
+	return l.Package + " " + l.Test + ": " + strings.ReplaceAll(l.Message, "\n", " ")
+}
+
+// ParseLine reads a line String wrote; ok is false for anything else.
+func ParseLine(s string) (l Line, ok bool) {
+	pkg, rest, found := strings.Cut(strings.TrimRight(s, "\r\n"), " ")
+	if !found || !(pkg == "." || strings.HasPrefix(pkg, "./") || filepath.IsAbs(pkg)) {
+		return Line{}, false // a line of before packages were named, or not a line at all
+	}
+	name, msg, found := strings.Cut(rest, ": ")
+	if !found || name == "" || strings.ContainsAny(name, " \t") {
+		return Line{}, false
+	}
+	return Line{Package: pkg, Test: name, Message: msg}, true
+}
+
+// pkgDir is the package of the running test binary as go test takes it, "./election": go test runs a
+// package's test binary in the package's directory, whose path from the module's root (the nearest
+// directory above with a go.mod) names the package.
+func pkgDir() string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "."
+	}
+	for dir := wd; ; {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			rel, err := filepath.Rel(dir, wd)
+			switch {
+			case err != nil:
+				return wd
+			case rel == ".":
+				return "."
+			}
+			return "./" + filepath.ToSlash(rel)
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return wd
+		}
+		dir = parent
+	}
 }

@@ -57,7 +57,7 @@ func TestExcuseNeedsLagAboveTheTolerance(t *testing.T) {
 	require.NoError(t, err)
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	require.Len(t, lines, 1)
-	require.Contains(t, lines[0], "TestExcuseNeedsLagAboveTheTolerance/excuse")
+	require.Contains(t, lines[0], "./internal/lagtest TestExcuseNeedsLagAboveTheTolerance/excuse#01: ", "the second subtest of that name")
 	require.Contains(t, lines[0], "INCONCLUSIVE: a premise failed")
 	require.Contains(t, lines[0], "slow backend")
 }
@@ -74,8 +74,28 @@ func TestInconclusiveSkipsAndCounts(t *testing.T) {
 	require.True(t, skipped)
 	b, err := os.ReadFile(log)
 	require.NoError(t, err)
-	require.Equal(t, "TestInconclusiveSkipsAndCounts/judged_elsewhere: INCONCLUSIVE: the checker could not judge failover or liveness\n", string(b),
-		"one line a test, whatever the message")
+	require.Equal(t, "./internal/lagtest TestInconclusiveSkipsAndCounts/judged_elsewhere: INCONCLUSIVE: the checker could not judge failover or liveness\n", string(b),
+		"one line a test, whatever the message, naming its package as go test takes it")
+	l, ok := ParseLine(string(b))
+	require.True(t, ok)
+	require.Equal(t, Line{Package: "./internal/lagtest", Test: "TestInconclusiveSkipsAndCounts/judged_elsewhere",
+		Message: "INCONCLUSIVE: the checker could not judge failover or liveness"}, l)
+}
+
+// A line names its package and test so that it can be run again; what is not such a line is refused.
+func TestLineRoundTrips(t *testing.T) {
+	for _, l := range []Line{
+		{Package: ".", Test: "TestRoot", Message: "INCONCLUSIVE: late: by 3s"},
+		{Package: "./election", Test: "TestX/a:b/case#01", Message: "INCONCLUSIVE: x"},
+	} {
+		got, ok := ParseLine(l.String() + "\n")
+		require.True(t, ok, l.String())
+		require.Equal(t, l, got)
+	}
+	for _, bad := range []string{"", "TestX: INCONCLUSIVE: no package", "./p TestX", "./p : empty name"} {
+		_, ok := ParseLine(bad)
+		require.False(t, ok, bad)
+	}
 }
 
 // A late event is excused only by lag that can account for it: at most Handoffs times the worst lag past
