@@ -36,6 +36,15 @@ func (f fanout) Kill() error        { return f.each(Link.Kill) }
 func (f fanout) Heal() error        { return f.each(Link.Heal) }
 func (f fanout) Close() error       { return f.each(Link.Close) }
 
+// observeHeld gives f to every link of the fanout that can take it (see ObserveHeld).
+func (f fanout) observeHeld(fn func(Held)) bool {
+	all := len(f) > 0
+	for _, l := range f {
+		all = ObserveHeld(l, fn) && all
+	}
+	return all
+}
+
 func (f fanout) Latency(latency, jitter time.Duration) error {
 	return f.each(func(l Link) error { return l.Latency(latency, jitter) })
 }

@@ -116,9 +116,10 @@ func (e *Embedded) Close() error {
 type embeddedLink struct {
 	mu     sync.Mutex
 	p      *toxiproxy.Proxy
-	seed   int64  // jitter seed of this link
-	faults int    // one-way faults applied so far, to name their toxic groups
-	oneWay string // the toxic group of the one-way fault in force, if any
+	seed   int64      // jitter seed of this link
+	faults int        // one-way faults applied so far, to name their toxic groups
+	oneWay string     // the toxic group of the one-way fault in force, if any
+	held   func(Held) // told of the requests a hold delivers late (ObserveHeld)
 	killed bool
 	closed bool
 }
@@ -195,7 +196,44 @@ func (l *embeddedLink) Hold(requests bool, d time.Duration, match string) error 
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.clear()
-	return l.addToxic(toxicHold, holdType, direction(requests), map[string]any{"delay": d.Milliseconds(), "match": match})
+	if err := l.addToxic(toxicHold, holdType, direction(requests), map[string]any{"delay": d.Milliseconds(), "match": match}); err != nil {
+		return err
+	}
+	l.observeHold()
+	return nil
+}
+
+// observeHold gives the hold of requests in force, if any, the link's observer. The toxic runs from
+// the moment it is added, before this: what it delivers in between went through on time (a chunk it
+// holds is still in hand, and the observer is read when a chunk is delivered).
+func (l *embeddedLink) observeHold() {
+	w := l.p.Toxics.GetToxic(toxicHold)
+	if w == nil || w.Stream != direction(true) || l.held == nil {
+		return
+	}
+	if h, ok := w.Toxic.(*hold); ok {
+		f := l.held
+		h.observe.Store(&f)
+	}
+}
+
+func (l *embeddedLink) observeHeld(f func(Held)) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.held = f
+	l.observeHold()
+	return true
+}
+
+// ObserveHeld asks l to tell f of every request chunk that its holds (Hold with requests set, the
+// slow-requests fault) deliver later than they were sent: held for the delay, or queued behind held
+// data (see Held). f is called from the link's goroutines, concurrently for different connections and
+// in order for each, and must not block: the connection waits for it. It replaces any earlier f. It
+// reports whether l can: embedded links can, and a Fanout of links each of which can; a remote
+// toxiproxy-server's link cannot (its hold is toxiproxy's own latency toxic), and reports nothing.
+func ObserveHeld(l Link, f func(Held)) bool {
+	o, ok := l.(interface{ observeHeld(func(Held)) bool })
+	return ok && o.observeHeld(f)
 }
 
 func (l *embeddedLink) EndHold() error {

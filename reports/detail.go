@@ -157,6 +157,10 @@ func drawDetailBlocks(c *canvas, m *model, a timeAxis, eps []int, y float64, mar
 			c.raw("</rect>")
 		}
 		drawDetailPolls(c, m, a, ep, laneY, laneH)
+		drawLandings(c, m, a, m.epEvents[ep], func(k int) (float64, bool) {
+			ly, ok := laneY[k]
+			return ly + laneH - 2.5, ok
+		})
 		c.raw(terms.b.String())
 		// Violations are marked on the lane of the instance they blame; validity's (a poll outside its
 		// own lease) low in the lane and smaller, so they do not hide two holders at once.
@@ -285,6 +289,40 @@ func drawDetailPolls(c *canvas, m *model, a timeAxis, ep int, laneY map[int]floa
 	}
 }
 
+// drawLandings draws, for each operation among evs whose command was held on the wire and landed late
+// (history.Op.Landed), a line from its call to its landing and a mark at the landing, whose tooltip
+// says when it landed. laneY gives the height of an instance's line (by index), false when the
+// instance has no lane here.
+func drawLandings(c *canvas, m *model, a timeAxis, evs []int32, laneY func(int) (float64, bool)) {
+	for _, i := range evs {
+		e := &m.ev[i]
+		if e.Op == nil || e.Op.Landed <= 0 || e.Instance == "" {
+			continue
+		}
+		y, ok := laneY(m.instIdx[e.Instance])
+		if !ok {
+			continue
+		}
+		x1, x2 := a.x(e.At), a.x(e.Op.Landed)
+		fmt.Fprintf(&c.b, `<g class="landed" data-seq="%d"><title>%s</title>`, e.Seq, esc(landedTip(m, e)))
+		c.line(x1, y, x2, y, `class="landed-wait"`)
+		c.line(x1, y-2, x1, y+2, `class="landed-wait"`)
+		fmt.Fprintf(&c.b, `<path class="landed-mark" d="M%s %sL%s %sL%s %sZ"/>`, // a triangle pointing down at it
+			num(x2-3), num(y-4), num(x2+3), num(y-4), num(x2), num(y+1))
+		c.raw("</g>")
+	}
+}
+
+// landedTip describes a held command's landing: "landed at 12.430s, 400ms after its call: ...".
+func landedTip(m *model, e *history.Event) string {
+	who := e.Instance
+	if k, ok := m.instIdx[who]; ok {
+		who = m.insts[k].short
+	}
+	return fmt.Sprintf("landed at %s, %s after its call at %s: #%d %s %s", fmtAt(e.Op.Landed), fmtDur(e.Op.Landed-e.At),
+		fmtAt(e.At), e.Seq, who, describe(e))
+}
+
 // pollClass is a poll's CSS class by outcome.
 func pollClass(o history.PollOutcome) string {
 	switch o {
@@ -319,6 +357,9 @@ func describe(e *history.Event) string {
 			b.WriteString(" → ok")
 		default:
 			b.WriteString(" → not done")
+		}
+		if o.Landed > 0 {
+			fmt.Fprintf(&b, ", landed at %s", fmtAt(o.Landed))
 		}
 		if o.Value != "" {
 			fmt.Fprintf(&b, " value=%s", o.Value)

@@ -230,6 +230,9 @@ func renderZoom(m *model, v violInfo) string {
 		fmt.Fprintf(&c.b, `<g><title>%s</title>`, esc(fmt.Sprintf("#%d %s %s", e.Seq, e.Instance, describe(e))))
 		c.rect(x1, y+16, max(x2-x1, 1.5), 4, `class="`+class+hl+`"`)
 		c.raw("</g>")
+		if e.Op.Landed > 0 {
+			drawLandings(&c, m, a, []int32{int32(i)}, func(int) (float64, bool) { return y + 14, true })
+		}
 	}
 	vy := top + float64(len(lanes))*laneH/2
 	for i := len(v.v.Instances) - 1; i >= 0; i-- {

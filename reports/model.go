@@ -58,6 +58,7 @@ type instInfo struct {
 	id, short, color string
 	life             []lifeSpan
 	marks            []lifeMark
+	landed           []int32 // its operations whose commands landed late (history.Op.Landed): indices into ev
 }
 
 // lifeSpan is an interval in which an instance ran (or was frozen, when paused).
@@ -211,13 +212,18 @@ func (m *model) collectNames() {
 	}
 }
 
-// indexEndpoints lists each endpoint's events.
+// indexEndpoints lists each endpoint's events, and each instance's operations that landed late.
 func (m *model) indexEndpoints() {
 	m.epEvents = make([][]int32, len(m.eps))
 	for i := range m.ev {
-		if ep := m.ev[i].Endpoint; ep != "" {
+		e := &m.ev[i]
+		if ep := e.Endpoint; ep != "" {
 			k := m.epIdx[ep]
 			m.epEvents[k] = append(m.epEvents[k], int32(i))
+		}
+		if e.Op != nil && e.Op.Landed > 0 && e.Instance != "" {
+			k := m.instIdx[e.Instance]
+			m.insts[k].landed = append(m.insts[k].landed, int32(i))
 		}
 	}
 }

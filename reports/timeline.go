@@ -162,7 +162,7 @@ func hatchDefs(id string) string {
 }
 
 // drawInstanceRow draws one instance: when it ran (solid), was paused (hatched), crashed (×) or stopped
-// (|), and outlines the faults that targeted it.
+// (|), outlines the faults that targeted it, and marks when its commands held on the wire landed.
 func drawInstanceRow(c *canvas, m *model, a timeAxis, k int, y float64) {
 	in := m.insts[k]
 	fmt.Fprintf(&c.b, `<g class="inst-row" data-instance="%s"><title>%s</title>`, esc(in.id), esc(in.id))
@@ -192,6 +192,8 @@ func drawInstanceRow(c *canvas, m *model, a timeAxis, k int, y float64) {
 			}
 		}
 	}
+	// Its commands held on the wire, whatever they concern: when each landed.
+	drawLandings(c, m, a, in.landed, func(j int) (float64, bool) { return y + 11, j == k })
 	c.raw("</g>")
 }
 

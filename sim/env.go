@@ -35,9 +35,14 @@ type runner struct {
 	logger     *slog.Logger
 	pg         *pgTarget // set for systems that use PostgreSQL
 	linkPrefix string    // names proxies on a shared toxiproxy-server
+	// landings learns from the instances' links when their held requests land (history.Op.Landed).
+	landings *landings
 	// faketime is libfaketime's path when a process system's run has clock faults, and clockDir holds
 	// the instances' spec files (process_clock.go).
 	faketime, clockDir string
+	// sysCPU measures the CPU time of a process system's instances for the lag monitor (lag.go); nil
+	// for an in-process system.
+	sysCPU *systemCPU
 	// abort ends the run with an error that makes its history worthless (an instance that does not
 	// speak RESP); set by Run.
 	abort context.CancelCauseFunc
@@ -227,6 +232,9 @@ func (r *runner) newInstance() (*vinstance, context.Context, error) {
 	}
 	if err != nil {
 		return nil, nil, err
+	}
+	if r.landings != nil && r.pg == nil { // a PostgreSQL system's link carries no Redis commands
+		r.landings.observe(in.link, id)
 	}
 	ictx, cancel := context.WithCancel(context.Background())
 	in.cancel = cancel

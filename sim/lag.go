@@ -1,12 +1,18 @@
 package sim
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"math"
+	"math/bits"
+	"os"
+	"runtime"
 	"runtime/metrics"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -45,10 +51,14 @@ type lagSources struct {
 	sched func() (counts []uint64, buckets []float64)
 	// ping sends one PING to the backend on the harness's own connection. Nil: not measured.
 	ping func(ctx context.Context) error
+	// system returns the CPU time the system under test's own processes used since its previous call
+	// (since the first call for the first). Nil: not measured (an in-process system).
+	system func() time.Duration
 }
 
-// realLagSources measures the real runtime, on the run's clock now, pinging the backend with ping.
-func realLagSources(now func() time.Duration, ping func(ctx context.Context) error) lagSources {
+// realLagSources measures the real runtime, on the run's clock now, pinging the backend with ping, and
+// the system's CPU with system (nil for an in-process system; see systemCPU).
+func realLagSources(now func() time.Duration, ping func(ctx context.Context) error, system func() time.Duration) lagSources {
 	s := []metrics.Sample{{Name: schedLatencies}}
 	return lagSources{
 		now:   now,
@@ -61,7 +71,8 @@ func realLagSources(now func() time.Duration, ping func(ctx context.Context) err
 			h := s[0].Value.Float64Histogram()
 			return h.Counts, h.Buckets
 		},
-		ping: ping,
+		ping:   ping,
+		system: system,
 	}
 }
 
@@ -148,6 +159,10 @@ func startLagMonitor(src lagSources) *lagMonitor {
 		m.wg.Add(1)
 		go m.pinger(ctx)
 	}
+	if src.system != nil {
+		m.wg.Add(1)
+		go m.cpu(ctx)
+	}
 	return m
 }
 
@@ -216,6 +231,44 @@ func (m *lagMonitor) pinger(ctx context.Context) {
 	}
 }
 
+// cpu reads the CPU time the system's processes used every window, in a goroutine of its own so that a
+// slow read of /proc delays no other signal, and spreads each reading evenly over the time since the
+// previous one: a reading that came late covers several windows, and is not piled into one.
+func (m *lagMonitor) cpu(ctx context.Context) {
+	defer m.wg.Done()
+	m.src.system() // the baseline: nothing runs yet, or nothing of it is the run's
+	prev := m.src.now()
+	for m.src.sleep(ctx, m.window) {
+		used := m.src.system()
+		at := m.src.now()
+		m.spread(prev, at, used)
+		prev = at
+	}
+}
+
+// spread adds used to the System of the windows that [from, to) covers, in proportion to how much of
+// each it covers (all of it to the window holding to, when the span is empty).
+func (m *lagMonitor) spread(from, to, used time.Duration) {
+	if used <= 0 {
+		return
+	}
+	from = max(from, 0)
+	if to <= from {
+		m.note(to, func(s *history.LagSample) { s.System += used })
+		return
+	}
+	left := used
+	for start := from - from%m.window; start < to && left > 0; start += m.window {
+		end := start + m.window
+		share := left // the last window takes what is left, so that nothing is lost to rounding
+		if end < to {
+			share = time.Duration(float64(used) * float64(min(end, to)-max(start, from)) / float64(to-from))
+		}
+		left -= share
+		m.note(max(start, from), func(s *history.LagSample) { s.System += share })
+	}
+}
+
 // note updates the sample of the window holding at.
 func (m *lagMonitor) note(at time.Duration, update func(*history.LagSample)) {
 	if at < 0 {
@@ -243,6 +296,9 @@ func (m *lagMonitor) stop(end time.Duration) *history.Lag {
 			wins = wins[:len(wins)-1]
 		}
 		m.result = summarizeLag(wins, m.window, m.floor)
+		if m.src.system != nil {
+			m.result.CPUs = runtime.NumCPU()
+		}
 	})
 	return m.result
 }
@@ -266,9 +322,249 @@ func summarizeLag(wins []history.LagSample, window, floor time.Duration) *histor
 	out.Sched = summary(func(s history.LagSample) time.Duration { return s.Sched })
 	out.Ping = summary(func(s history.LagSample) time.Duration { return s.Ping })
 	for _, w := range wins {
+		out.System += w.System
+		// The system's CPU alone keeps no window: it says whose the lag was, not that there was any.
 		if max(w.Canary, w.Sched, w.Ping) >= floor {
 			out.Samples = append(out.Samples, w)
 		}
 	}
 	return out
+}
+
+// systemCPU measures the CPU time a process system's instances use: the user and system time
+// (utime+stime of /proc/<pid>/stat, of all the process's threads) of every process in the process group
+// of a live instance, the instance's own and whatever it started. Once a window (used) it lists /proc and
+// reads the stat file of each process in those groups, and of each process it has not seen before,
+// whose group it learns. A process outside the groups is not read again while its entry in /proc stays
+// the same (its pid with the same inode: a pid used again is a new inode), and the record of those is
+// forgotten when a group is added (an instance's process may have been seen just before its group was
+// added): a window costs one listing of /proc and a few microseconds per process of the system.
+//
+// A process is known by its pid and start time, so that a pid used again is a new process; one seen for
+// the first time counts all its CPU time, which it used since its start, in the run. What a process used
+// between its last reading and its end is not counted (at most one window's worth each). Every error of
+// /proc is a process that went away meanwhile, and is passed over.
+type systemCPU struct {
+	tick time.Duration // one clock tick of /proc/<pid>/stat
+
+	mu     sync.Mutex
+	groups map[int]bool // the live instances' process groups
+	added  bool         // a group was added since the last reading
+
+	// Only used's caller (the lag monitor's cpu goroutine) touches these.
+	last   map[procKey]time.Duration // each process of the groups: its CPU time at the last reading
+	others map[int]uint64            // each process outside the groups: its entry's inode
+	buf    []byte                    // one stat file
+	dents  []byte                    // the listing of /proc
+}
+
+type procKey struct {
+	pid   int
+	start uint64 // clock ticks after boot
+}
+
+func newSystemCPU() *systemCPU {
+	return &systemCPU{tick: clockTick(), groups: map[int]bool{}, last: map[procKey]time.Duration{}, others: map[int]uint64{},
+		buf: make([]byte, 1024), dents: make([]byte, 16<<10)}
+}
+
+// add counts the processes of the group pgid from now on; remove stops.
+func (c *systemCPU) add(pgid int) {
+	c.mu.Lock()
+	c.groups[pgid], c.added = true, true
+	c.mu.Unlock()
+}
+
+func (c *systemCPU) remove(pgid int) {
+	c.mu.Lock()
+	delete(c.groups, pgid)
+	c.mu.Unlock()
+}
+
+// used returns the CPU time the groups' processes used since the previous call.
+func (c *systemCPU) used() time.Duration {
+	c.mu.Lock()
+	groups := make(map[int]bool, len(c.groups))
+	for g := range c.groups {
+		groups[g] = true
+	}
+	if c.added {
+		clear(c.others)
+		c.added = false
+	}
+	c.mu.Unlock()
+	if len(groups) == 0 {
+		clear(c.last)
+		return 0
+	}
+	dir, err := syscall.Open("/proc", syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return 0
+	}
+	defer func() { _ = syscall.Close(dir) }()
+	var total time.Duration
+	next := make(map[procKey]time.Duration, len(c.last))
+	others := make(map[int]uint64, len(c.others))
+	for {
+		n, err := syscall.Getdents(dir, c.dents)
+		if err != nil || n <= 0 {
+			break
+		}
+		// struct linux_dirent64: d_ino (8 bytes), d_off (8), d_reclen (2), d_type (1), d_name (NUL-ended).
+		for off := 0; off+19 < n; {
+			reclen := int(binary.NativeEndian.Uint16(c.dents[off+16:]))
+			if reclen <= 0 || off+reclen > n {
+				break
+			}
+			ino := binary.NativeEndian.Uint64(c.dents[off:])
+			name := c.dents[off+19 : off+reclen]
+			if i := bytes.IndexByte(name, 0); i >= 0 {
+				name = name[:i]
+			}
+			off += reclen
+			pid64, ok := atou(name)
+			if !ok {
+				continue // not a process
+			}
+			pid := int(pid64)
+			if seen, ok := c.others[pid]; ok && seen == ino {
+				others[pid] = ino
+				continue
+			}
+			st, ok := c.readStat(dir, name)
+			if !ok {
+				continue
+			}
+			if !groups[st.pgrp] {
+				others[pid] = ino
+				continue
+			}
+			key := procKey{pid: st.pid, start: st.start}
+			cpu := time.Duration(st.utime+st.stime) * c.tick
+			if prev, seen := c.last[key]; seen {
+				total += max(cpu-prev, 0)
+			} else {
+				total += cpu
+			}
+			next[key] = cpu
+		}
+	}
+	c.last, c.others = next, others
+	return total
+}
+
+// procStat is what systemCPU reads of /proc/<pid>/stat.
+type procStat struct {
+	pid, pgrp    int
+	utime, stime uint64 // clock ticks
+	start        uint64 // clock ticks after boot
+}
+
+// readStat reads <pid>/stat of the directory /proc (open as dir) into the systemCPU's buffer: pid
+// (field 1), pgrp (5), utime (14), stime (15), starttime (22). ok is false when the process is gone or
+// the file is not as expected.
+func (c *systemCPU) readStat(dir int, pid []byte) (st procStat, ok bool) {
+	fd, err := syscall.Openat(dir, string(pid)+"/stat", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return st, false
+	}
+	n, err := syscall.Read(fd, c.buf)
+	_ = syscall.Close(fd)
+	if err != nil || n <= 0 {
+		return st, false
+	}
+	return parseStat(c.buf[:n])
+}
+
+// parseStat reads the fields of a stat line that systemCPU needs. The command name (field 2) is in
+// parentheses and may hold spaces and parentheses itself: the fields after it are counted from its last
+// closing parenthesis.
+func parseStat(b []byte) (st procStat, ok bool) {
+	open := bytes.IndexByte(b, '(')
+	end := bytes.LastIndexByte(b, ')')
+	if open < 1 || end < open {
+		return st, false
+	}
+	pid, ok := atou(bytes.TrimSpace(b[:open]))
+	if !ok {
+		return st, false
+	}
+	st.pid = int(pid)
+	// The fields from 3 (state) on, separated by spaces, up to 22.
+	rest, n := b[end+1:], 2
+	for n < 22 {
+		rest = bytes.TrimLeft(rest, " \n")
+		if len(rest) == 0 {
+			return st, false
+		}
+		i := bytes.IndexAny(rest, " \n")
+		if i < 0 {
+			i = len(rest)
+		}
+		tok := rest[:i]
+		rest, n = rest[i:], n+1
+		var v uint64
+		switch n {
+		case 5, 14, 15, 22:
+			if v, ok = atou(tok); !ok {
+				return st, false
+			}
+		}
+		switch n {
+		case 5:
+			st.pgrp = int(v)
+		case 14:
+			st.utime = v
+		case 15:
+			st.stime = v
+		case 22:
+			st.start = v
+		}
+	}
+	return st, true
+}
+
+// atou reads a decimal number of up to 18 digits.
+func atou(b []byte) (uint64, bool) {
+	if len(b) == 0 || len(b) > 18 {
+		return 0, false
+	}
+	var v uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + uint64(c-'0')
+	}
+	return v, true
+}
+
+// atClkTck is the auxiliary vector's entry for the frequency of times(2)'s clock ticks, those of
+// /proc/<pid>/stat: what sysconf(_SC_CLK_TCK) returns.
+const atClkTck = 17
+
+// clockTick is the length of one clock tick of /proc/<pid>/stat, from the process's auxiliary vector as
+// sysconf(_SC_CLK_TCK) reads it; 10 ms (USER_HZ 100, what Linux uses everywhere) when it cannot be read.
+func clockTick() time.Duration {
+	const fallback = 10 * time.Millisecond
+	auxv, err := os.ReadFile("/proc/self/auxv")
+	if err != nil {
+		return fallback
+	}
+	const word = bits.UintSize / 8
+	for i := 0; i+2*word <= len(auxv); i += 2 * word {
+		var key, val uint64
+		if word == 8 {
+			key, val = binary.NativeEndian.Uint64(auxv[i:]), binary.NativeEndian.Uint64(auxv[i+word:])
+		} else {
+			key, val = uint64(binary.NativeEndian.Uint32(auxv[i:])), uint64(binary.NativeEndian.Uint32(auxv[i+word:]))
+		}
+		if key == atClkTck && val > 0 && val <= uint64(time.Second) {
+			return time.Second / time.Duration(val)
+		}
+		if key == 0 {
+			break
+		}
+	}
+	return fallback
 }

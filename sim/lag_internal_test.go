@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -183,7 +184,7 @@ func lagChild() {
 		panic("the child must run with GOMAXPROCS=1")
 	}
 	start := time.Now()
-	m := startLagMonitor(realLagSources(func() time.Duration { return time.Since(start) }, nil))
+	m := startLagMonitor(realLagSources(func() time.Duration { return time.Since(start) }, nil, nil))
 	var stop atomic.Bool
 	var wg sync.WaitGroup
 	for range 8 {
@@ -262,4 +263,112 @@ func TestBothPingsPingBoth(t *testing.T) {
 	calls = nil
 	require.Error(t, bothPings(nil, b)(context.Background()))
 	require.Equal(t, []string{"postgres"}, calls)
+}
+
+// A stat line's command name may hold spaces and parentheses: the fields are counted after its last ')'.
+func TestParseStat(t *testing.T) {
+	t.Parallel()
+	line := "4242 (a (b) c) R 1 4240 4240 0 -1 4194304 120 0 0 0 37 5 0 0 30 10 1 0 987654 1000 100 18446744073709551615\n"
+	st, ok := parseStat([]byte(line))
+	require.True(t, ok)
+	require.Equal(t, procStat{pid: 4242, pgrp: 4240, utime: 37, stime: 5, start: 987654}, st)
+	_, ok = parseStat([]byte("4242 (x) R 1 4240"))
+	require.False(t, ok, "cut short")
+	_, ok = parseStat([]byte("garbage"))
+	require.False(t, ok)
+
+	self, err := os.ReadFile("/proc/self/stat")
+	require.NoError(t, err)
+	st, ok = parseStat(self)
+	require.True(t, ok)
+	require.Equal(t, os.Getpid(), st.pid)
+	require.Equal(t, syscall.Getpgrp(), st.pgrp)
+	require.Positive(t, clockTick())
+}
+
+// A reading of the system's CPU is spread over the windows its span covers, in proportion, and adds up
+// to what was read.
+func TestLagSpreadsTheSystemsCPU(t *testing.T) {
+	t.Parallel()
+	ms := time.Millisecond
+	m := &lagMonitor{window: lagWindow}
+	m.spread(50*ms, 250*ms, 100*ms) // 50 ms of window 0, all of 1, 50 ms of 2
+	m.spread(250*ms, 250*ms, 7*ms)  // an empty span: all to the window holding it
+	m.spread(260*ms, 300*ms, 0)
+	require.Len(t, m.wins, 3)
+	require.Equal(t, []time.Duration{25 * ms, 50 * ms, 32 * ms}, []time.Duration{m.wins[0].System, m.wins[1].System, m.wins[2].System})
+}
+
+// The system's CPU is read every window and recorded per window, summed over every window, and kept in
+// the windows kept for another signal: it keeps no window by itself. The machine's CPUs are recorded
+// with it; without the source neither is.
+func TestLagMonitorRecordsTheSystemsCPU(t *testing.T) {
+	t.Parallel()
+	ms := time.Millisecond
+	var mu sync.Mutex
+	var now time.Duration
+	late := []time.Duration{0, 0, 50 * ms, 0} // the CPU reader's wakes; the third comes 50 ms late
+	used := []time.Duration{0, 10 * ms, 20 * ms, 60 * ms, 40 * ms}
+	spent := make(chan struct{})
+	src := lagSources{
+		now: func() time.Duration { mu.Lock(); defer mu.Unlock(); return now },
+		sleep: func(ctx context.Context, d time.Duration) bool {
+			mu.Lock()
+			if d != lagWindow || len(late) == 0 { // the canary sleeps for good: this test is the CPU's
+				if d == lagWindow {
+					close(spent)
+				}
+				mu.Unlock()
+				<-ctx.Done()
+				return false
+			}
+			now += d + late[0]
+			late = late[1:]
+			mu.Unlock()
+			return true
+		},
+		system: func() time.Duration { mu.Lock(); defer mu.Unlock(); u := used[0]; used = used[1:]; return u },
+	}
+	m := startLagMonitor(src)
+	<-spent
+	m.note(120*ms, func(s *history.LagSample) { s.Canary = lagFloor }) // window 1 is kept
+	got := m.stop(time.Hour)
+	// Readings at 100, 200, 350 and 450 ms: 10 ms in window 0, 20 in 1, 60 over [200, 350) — 40 in
+	// window 2, 20 in 3 — and 40 over [350, 450): 20 in 3, 20 in 4.
+	require.Equal(t, 130*ms, got.System)
+	require.Equal(t, runtime.NumCPU(), got.CPUs)
+	require.Equal(t, []history.LagSample{{At: 100 * ms, Canary: lagFloor, System: 20 * ms}}, got.Samples)
+	require.Equal(t, 5, got.Windows)
+
+	f := &fakeLag{late: make([]time.Duration, 30), spent: make(chan struct{})}
+	m = startLagMonitor(f.sources(false))
+	<-f.spent
+	got = m.stop(time.Hour)
+	require.Zero(t, got.System)
+	require.Zero(t, got.CPUs, "not measured: an in-process system")
+}
+
+// The CPU time of a group's processes is what they used since the last reading: a process burning CPU
+// shows, even when it was listed before its group was added, and a group no longer counted shows
+// nothing.
+func TestSystemCPUReadsTheGroupsProcesses(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("burns a CPU for a moment")
+	}
+	cmd := exec.Command("sh", "-c", "while :; do :; done")
+	_, err := startProcess(cmd)
+	require.NoError(t, err)
+	pid := cmd.Process.Pid
+	t.Cleanup(func() { _ = syscall.Kill(-pid, syscall.SIGKILL); _ = cmd.Wait() })
+	c := newSystemCPU()
+	require.Zero(t, c.used(), "no group yet")
+	c.add(1 << 30) // no such group: the listing passes the busy process over, and remembers it did
+	require.Zero(t, c.used())
+	require.Contains(t, c.others, pid)
+	c.add(pid) // its group is added after /proc was read, as an instance's is after its start
+	var total time.Duration
+	require.Eventually(t, func() bool { total += c.used(); return total > 0 }, 10*time.Second, 50*time.Millisecond)
+	c.remove(pid)
+	require.Zero(t, c.used())
 }

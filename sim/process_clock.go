@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -130,9 +131,74 @@ func (c *fakeClock) setRate(now time.Time, at time.Duration, rate float64) error
 	return c.write()
 }
 
+// readingAt is what the process's clock reads at real time now, in milliseconds since the Unix epoch:
+// start + offset + rate × (now − start), as libfaketime computes it. ok is false before the process
+// started.
+func (c *fakeClock) readingAt(now time.Time) (ms float64, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.start.IsZero() {
+		return 0, false
+	}
+	return float64(c.start.UnixNano())/1e6 + c.offset*1e3 + c.rate*float64(now.Sub(c.start))/1e6, true
+}
+
 func (c *fakeClock) remove() {
 	_ = os.Remove(c.path)
 	_ = os.Remove(c.path + ".new")
+}
+
+// instanceClockMS is what the instance's wall clock reads at real time now, in milliseconds since the
+// Unix epoch, as the harness set it: the harness's own wall clock (one machine, one clock), or under
+// libfaketime the spec the harness writes (fakeClock.readingAt), offset and rate. ok is false when it
+// is not known (a process not started).
+func (p *procInstance) instanceClockMS(now time.Time) (ms float64, ok bool) {
+	if p.clock == nil {
+		return float64(now.UnixNano()) / 1e6, true
+	}
+	return p.clock.readingAt(now)
+}
+
+// A report's clock reading (clock_ms) is trusted only within these bounds of the instance's clock at
+// its receipt. A reading ahead of the clock cannot be: the instance read its clock before it sent the
+// report. Within clockAheadTolerance it is put down to the error of the harness's model of a clock under
+// libfaketime (libfaketime starts its clock a few milliseconds after the harness notes the process's
+// start, an error that a rate other than 1 turns into an offset of a few milliseconds) and taken as
+// the receipt; beyond it the reading is nonsense. A reading more than maxReportAge behind is not a
+// wall clock in milliseconds at all (seconds, or a monotonic clock): no pause lasts a day.
+const (
+	clockAheadTolerance = 25 * time.Millisecond
+	maxReportAge        = 24 * time.Hour
+)
+
+// reportAge is how long before its receipt at real time now, on the instance's clock, the instance
+// sent a report that carried clock_ms (nil: none): the time it spent on the way, which a pause of the
+// instance between reading its clock and the report's arrival makes long. It is never negative: a
+// report without clock_ms, or whose clock_ms is ahead of the instance's clock or cannot be converted,
+// is taken as sent at its receipt (age 0, the latest it can have been sent), and problem says why for
+// the latter two.
+func (p *procInstance) reportAge(now time.Time, clockMS *float64) (age time.Duration, problem string) {
+	if clockMS == nil {
+		return 0, ""
+	}
+	inst, ok := p.instanceClockMS(now)
+	if !ok {
+		return 0, fmt.Sprintf("clock_ms %.0f: the instance's clock is not known yet; valid_ms is counted from the report's receipt", *clockMS)
+	}
+	ms := inst - *clockMS
+	switch {
+	case math.IsNaN(ms) || math.IsInf(ms, 0):
+		return 0, fmt.Sprintf("clock_ms %v cannot be read as a clock; valid_ms is counted from the report's receipt", *clockMS)
+	case ms < -float64(clockAheadTolerance/time.Millisecond):
+		return 0, fmt.Sprintf("clock_ms %.0f is %.0f ms ahead of the instance's clock at the report's receipt (%.0f): it must be the clock when the report was sent; valid_ms is counted from the receipt",
+			*clockMS, -ms, inst)
+	case ms < 0:
+		return 0, ""
+	case ms > float64(maxReportAge/time.Millisecond):
+		return 0, fmt.Sprintf("clock_ms %.0f is %.0f ms behind the instance's clock at the report's receipt (%.0f): it must be the wall clock in milliseconds since the Unix epoch; valid_ms is counted from the receipt",
+			*clockMS, ms, inst)
+	}
+	return time.Duration(ms * float64(time.Millisecond)), ""
 }
 
 // clockSamples are an instance's clock readings (clock_ms of its requests) since the last change of its

@@ -215,7 +215,7 @@ func (p *procInstance) Start(ctx context.Context) error {
 	if p.clock != nil {
 		p.clock.started(time.Now())
 	}
-	err = startProcess(cmd)
+	nice, err := startProcess(cmd)
 	// The child holds its own copies now; the harness keeps only its ends.
 	_, _, _ = stdinR.Close(), outW.Close(), errW.Close()
 	if err != nil {
@@ -225,6 +225,15 @@ func (p *procInstance) Start(ctx context.Context) error {
 	}
 	p.cmd, p.stdin = cmd, stdinW
 	p.mu.Unlock()
+	if p.r.sysCPU != nil {
+		p.r.sysCPU.add(cmd.Process.Pid) // its group: the pid of a group's leader is its ID
+	}
+	if nice != nil {
+		msg := fmt.Sprintf("instance %s (pid %d) runs at the harness's CPU priority, not nice %d below it: %v; its CPU use competes with the harness's on equal terms",
+			p.label, cmd.Process.Pid, instanceNice, nice)
+		p.out.harness(msg)
+		p.r.rec.Add(history.Event{Kind: history.KindNote, At: p.r.rec.Now(), Instance: p.in.id, Note: msg})
+	}
 	p.out.drain(outR, 0)
 	p.out.drain(errR, 1)
 	go p.reap()
@@ -361,6 +370,9 @@ func (p *procInstance) kill() error {
 		case <-p.exited:
 		case <-time.After(10 * time.Second):
 			err = errors.Join(err, fmt.Errorf("sim: instance %s (pid %d) still runs 10 s after SIGKILL", p.in.id, cmd.Process.Pid))
+		}
+		if p.r.sysCPU != nil {
+			p.r.sysCPU.remove(cmd.Process.Pid)
 		}
 	}
 	p.closeWires()

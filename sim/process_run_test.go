@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"github.com/tenurelabs/tenure/history"
 	"github.com/tenurelabs/tenure/internal/redistest"
 	"github.com/tenurelabs/tenure/sim"
+	"github.com/tenurelabs/tenure/systems/baselines"
 )
 
 // The process tests run at a twentieth of spec time: a lease TTL of 1.5 s.
@@ -381,4 +383,37 @@ func TestProcessIgnoringSIGTERMIsKilled(t *testing.T) {
 	requireNoneLeft(t, marker)
 	require.Len(t, res.FaultErrors, 1)
 	require.Contains(t, res.FaultErrors[0], "did not stop gracefully: still running 3s after SIGTERM, killed")
+}
+
+// The CPU a process system's own processes use is recorded beside the harness's lag (history.Lag.System,
+// with the machine's CPUs): here an instance and a child it forked, both burning CPU. An in-process
+// system shares the harness's process, and records none.
+func TestProcessSystemCPUIsRecorded(t *testing.T) {
+	t.Parallel()
+	redistest.Start(t)
+	sys, marker := pythonSystem(t, "busy", "")
+	sc := sim.Scenario{Name: "process-busy", Instances: 1, Endpoints: 1, Duration: 40 * time.Second}
+	res, err := sim.Run(context.Background(), sim.Options{System: sys, Scenario: sc, Seed: 1, TimeScale: processScale, Backend: "server"})
+	require.NoError(t, err)
+	requireNoneLeft(t, marker)
+	lag := res.History.Meta.Lag
+	require.NotNil(t, lag)
+	t.Logf("system CPU %v over %d windows of %v on %d CPUs; canary max %v", lag.System, lag.Windows, lag.Window, lag.CPUs, lag.Canary.Max)
+	require.Positive(t, lag.System, "the busy instance's CPU time was measured")
+	require.Equal(t, runtime.NumCPU(), lag.CPUs)
+	var kept time.Duration
+	for _, s := range lag.Samples {
+		kept += s.System
+	}
+	require.LessOrEqual(t, kept, lag.System, "the kept windows hold part of the total")
+
+	res, err = sim.Run(context.Background(), sim.Options{System: baselines.Naive{}, Scenario: sc, Seed: 1, TimeScale: processScale, Backend: "server"})
+	require.NoError(t, err)
+	lag = res.History.Meta.Lag
+	require.NotNil(t, lag)
+	require.Zero(t, lag.System, "an in-process system is not measured apart from the harness")
+	require.Zero(t, lag.CPUs)
+	for _, s := range lag.Samples {
+		require.Zero(t, s.System)
+	}
 }

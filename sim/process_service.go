@@ -26,6 +26,8 @@ type instanceService struct {
 	url  string
 	once sync.Once
 	errs int // protocol errors noted in the history, bounded by maxNotedErrors
+	// warnings counts the requests served with a warning (warn), the first maxNotedErrors of them noted.
+	warnings int
 }
 
 // maxNotedErrors bounds the malformed requests of one instance that are noted in the history; every
@@ -91,6 +93,24 @@ func (s *instanceService) refuse(w http.ResponseWriter, r *http.Request, code in
 	if noted {
 		p.r.rec.Add(history.Event{Kind: history.KindNote, At: p.r.rec.Now(), Instance: p.in.id,
 			Note: fmt.Sprintf("protocol error of instance %s: %s %s: %s", p.label, r.Method, r.URL.Path, msg)})
+	}
+}
+
+// warn says in instances.log, and for the first few in the history, that a request was served in a way
+// the instance may not expect (a clock reading that cannot be used); the request is still answered.
+func (s *instanceService) warn(r *http.Request, msg string) {
+	p := s.p
+	p.mu.Lock()
+	s.warnings++
+	n := s.warnings
+	p.mu.Unlock()
+	switch {
+	case n <= maxNotedErrors:
+		p.out.harness(fmt.Sprintf("%s %s: %s", r.Method, r.URL.Path, msg))
+		p.r.rec.Add(history.Event{Kind: history.KindNote, At: p.r.rec.Now(), Instance: p.in.id,
+			Note: fmt.Sprintf("instance %s: %s %s: %s", p.label, r.Method, r.URL.Path, msg)})
+	case n == maxNotedErrors+1:
+		p.out.harness(fmt.Sprintf("%s %s: %s (further warnings of this instance are not logged)", r.Method, r.URL.Path, msg))
 	}
 }
 
@@ -187,7 +207,9 @@ func (s *instanceService) poll(w http.ResponseWriter, r *http.Request, body []by
 }
 
 func (s *instanceService) belief(w http.ResponseWriter, r *http.Request, body []byte) {
-	at := s.p.r.rec.Now()
+	// The moment of receipt, read together on the run's clock, the real clock and the harness's model of
+	// the instance's clock (see reportAge).
+	at, now, model := s.p.r.rec.Now(), time.Now(), s.p.in.clock.Now()
 	var req struct {
 		Endpoint string       `json:"endpoint"`
 		Held     *bool        `json:"held"`
@@ -211,9 +233,16 @@ func (s *instanceService) belief(w http.ResponseWriter, r *http.Request, body []
 	p.sample(at, req.ClockMS)
 	b := history.Belief{Held: *req.Held, Token: uint64(req.Token), Reason: req.Reason}
 	if req.ValidMS != nil {
-		// A span on the instance's clock from now: the recorder turns it into run time at the clock's
-		// rate (vinstance.observe).
-		b.Until = p.in.clock.Now().Add(time.Duration(*req.ValidMS * float64(time.Millisecond)))
+		// valid_ms runs on the instance's clock from clock_ms, the moment the instance sent the report,
+		// not from its receipt: a report sent just before a pause arrives after it, its deadline already
+		// that much nearer. What is left of it at receipt is a span on the instance's clock from now,
+		// which the recorder turns into run time at the clock's rate (vinstance.observe). Without a
+		// usable clock_ms it runs from the receipt.
+		age, problem := p.reportAge(now, req.ClockMS)
+		if problem != "" {
+			s.warn(r, problem)
+		}
+		b.Until = model.Add(time.Duration(*req.ValidMS*float64(time.Millisecond)) - age)
 	}
 	p.in.observe(p.r.rec, p.r.believe)(req.Endpoint, b)
 	answer(w, http.StatusOK, struct{}{})

@@ -3,6 +3,7 @@ package sim
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"io"
 	"os/exec"
 	"runtime"
@@ -16,10 +17,30 @@ import (
 // that forked the child exits, not when the process does: a child forked from an arbitrary goroutine's
 // thread would be killed if the runtime ever ended that thread, and a locked goroutine that returns
 // ends its thread. This one never returns, so its thread lives exactly as long as the harness.
+//
+// The same thread gives the instances their lower CPU priority (instanceNice). On Linux a nice value
+// belongs to a thread, and a forked child starts with its forking thread's: the spawner's thread lowers
+// its own priority once, and every process it forks is born at it, before it runs an instruction, as are
+// the threads and children it makes after. Renicing the group after the start (setpriority PRIO_PGRP)
+// would leave the instance at the harness's priority until then, and miss a child forked in that
+// instant (it copies its parent's value before it joins the group's list); it is only the fallback. The
+// rest of the harness keeps its priority: the runtime never clones its threads from a locked thread
+// (it asks its template thread to), and nothing but spawning runs on this one.
 type spawnRequest struct {
 	cmd  *exec.Cmd
-	done chan error
+	done chan spawnResult
 }
+
+type spawnResult struct {
+	err  error
+	nice error // the process runs at the harness's priority, and why
+}
+
+// instanceNice is how many steps of nice below the harness's own priority instances run (10: nice 10
+// for a harness at 0). The harness must not lose CPU to the system it measures, or the system could
+// buy, with its own load, the lag that excuses its lateness (see lag.go); an instance still gets the
+// CPU the harness leaves idle.
+const instanceNice = 10
 
 var (
 	spawnOnce  sync.Once
@@ -28,14 +49,47 @@ var (
 
 func spawner(queue <-chan spawnRequest) {
 	runtime.LockOSThread() // never unlocked: see above
+	target, lowered := lowerThreadPriority()
 	for req := range queue {
-		req.done <- req.cmd.Start()
+		res := spawnResult{err: req.cmd.Start()}
+		if res.err == nil && lowered != nil {
+			res.nice = lowered
+			if target >= 0 {
+				if err := syscall.Setpriority(syscall.PRIO_PGRP, req.cmd.Process.Pid, target); err == nil {
+					res.nice = nil // the fallback worked, in all but a forking instant
+				} else {
+					res.nice = fmt.Errorf("%w; nor the process group's after its start: %w", lowered, err)
+				}
+			}
+		}
+		req.done <- res
 	}
 }
 
+// lowerThreadPriority sets the calling thread's nice value to instanceNice above its own (at most 19),
+// returning the value (−1 when there is none lower) and why it could not.
+func lowerThreadPriority() (target int, err error) {
+	tid := syscall.Gettid()
+	// The system call returns 20 − nice (1 to 40), so that no value reads as an error.
+	own := 0 // the usual, when it cannot be read
+	if raw, err := syscall.Getpriority(syscall.PRIO_PROCESS, tid); err == nil {
+		own = 20 - raw
+	}
+	target = min(own+instanceNice, 19)
+	if target <= own {
+		return -1, fmt.Errorf("the harness already runs at nice %d, the lowest priority there is", own)
+	}
+	if err := syscall.Setpriority(syscall.PRIO_PROCESS, tid, target); err != nil {
+		return target, fmt.Errorf("cannot lower the spawning thread's CPU priority to nice %d: %w", target, err)
+	}
+	return target, nil
+}
+
 // startProcess starts cmd in a process group of its own, to be killed with the harness (Pdeathsig
-// SIGKILL), from the spawner's thread.
-func startProcess(cmd *exec.Cmd) error {
+// SIGKILL), at a lower CPU priority than the harness (instanceNice), from the spawner's thread. nice
+// says why the process runs at the harness's priority after all (nil: it does not); the process runs
+// either way.
+func startProcess(cmd *exec.Cmd) (nice, err error) {
 	spawnOnce.Do(func() {
 		spawnQueue = make(chan spawnRequest)
 		go spawner(spawnQueue)
@@ -45,9 +99,10 @@ func startProcess(cmd *exec.Cmd) error {
 	}
 	cmd.SysProcAttr.Setpgid = true
 	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
-	req := spawnRequest{cmd: cmd, done: make(chan error, 1)}
+	req := spawnRequest{cmd: cmd, done: make(chan spawnResult, 1)}
 	spawnQueue <- req
-	return <-req.done
+	res := <-req.done
+	return res.nice, res.err
 }
 
 // maxInstanceOutput bounds what one instance may write into the run's log; the rest is dropped, with

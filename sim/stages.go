@@ -111,7 +111,15 @@ func setUp(ctx context.Context, o Options, p planned, td *teardown) (*stagedRun,
 	if pg != nil {
 		ping = bothPings(ping, pg.pingLag)
 	}
-	lag := startLagMonitor(realLagSources(rec.Now, ping))
+	// A process system's own processes are measured beside the harness (what CPU the system itself
+	// took); an in-process system's share the harness's process and are not.
+	var sysCPU *systemCPU
+	var system func() time.Duration
+	if _, ok := o.System.(*ProcessSystem); ok {
+		sysCPU = newSystemCPU()
+		system = sysCPU.used
+	}
+	lag := startLagMonitor(realLagSources(rec.Now, ping, system))
 	td.add(func() error { lag.stop(rec.Now()); return nil })
 	logger := slog.New(newOnceKeys(slog.NewJSONHandler(discardIfNil(o.Log), &slog.HandlerOptions{Level: slog.LevelInfo})))
 	r := &runner{
@@ -123,6 +131,8 @@ func setUp(ctx context.Context, o Options, p planned, td *teardown) (*stagedRun,
 		r.classifier = c
 	}
 	r.linkPrefix = linkPrefix
+	r.sysCPU = sysCPU
+	r.landings = newLandings(rec, start)
 	if ps, ok := o.System.(*ProcessSystem); ok {
 		rec.Add(history.Event{Kind: history.KindNote, At: rec.Now(), Note: ps.declaration()})
 		if hasClockFaults(p.schedule) {
@@ -324,9 +334,12 @@ func (s *stagedRun) runSchedule(ctx context.Context) scheduled {
 }
 
 // collect ends every instance and returns the history: the events up to the end of the run, with the
-// run's metadata.
+// run's metadata, and on the operations whose commands were held on the wire, when they landed.
 func (s *stagedRun) collect(out scheduled) history.History {
 	s.crashAll()
+	// Every operation is recorded now, and every link cut: the held requests that landed are matched
+	// to them (what lands no more was lost with its link).
+	s.landings.resolve()
 	events := s.rec.Events()
 	kept := events[:0]
 	for _, e := range events {

@@ -7,6 +7,8 @@
 #   quit      call /ready, then exit with status 4 after a moment
 #   stubborn  ignore SIGTERM, call /ready, then poll as in "poll"
 #   deaf      call /ready, then wait, deaf to stdin's end and silent: only a signal ends it
+#   busy      call /ready, then burn CPU in a loop, and in a child process forked for it (which ends
+#             with its parent)
 # MARKER only tells the tests' processes apart.
 import json, os, signal, socket, sys, threading, time, urllib.error, urllib.request
 
@@ -45,6 +47,17 @@ if mode == "garbage":
     s = socket.create_connection((host, int(port)))
     s.sendall(b"*x\r\n$3\r\nGET\r\n")
     time.sleep(600)
+if mode == "busy":
+    parent = os.getpid()
+    if os.fork() == 0:
+        n = 0
+        while True:
+            n += 1
+            if n % 100000 == 0 and os.getppid() != parent:
+                os._exit(0)
+    n = 0
+    while True:
+        n += 1
 if mode == "quit":
     time.sleep(0.3)
     sys.exit(4)
