@@ -150,3 +150,6 @@ func dirtyStart(idx *index) string {
 	}
 	return ""
 }
+
+// unscheduledPrefix begins the assumptions message of a run whose faults could not all be applied.
+const unscheduledPrefix = "the run did not go as scheduled"

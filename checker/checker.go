@@ -40,33 +40,6 @@ import (
 	"github.com/tenurelabs/tenure/history"
 )
 
-// Options tunes the checker. Zero or negative fields take their defaults.
-type Options struct {
-	// LinearizabilityTimeout bounds the whole linearizability search; when it runs out the verdict is
-	// Unknown. Default 30 s.
-	LinearizabilityTimeout time.Duration
-	// MaxViolations caps the violations listed per invariant; the rest are counted in
-	// Result.Truncated. Default 50.
-	MaxViolations int
-	_             struct{}
-}
-
-// DefaultOptions returns the default options.
-func DefaultOptions() Options {
-	return Options{LinearizabilityTimeout: 30 * time.Second, MaxViolations: 50}
-}
-
-func (o Options) withDefaults() Options {
-	d := DefaultOptions()
-	if o.LinearizabilityTimeout <= 0 {
-		o.LinearizabilityTimeout = d.LinearizabilityTimeout
-	}
-	if o.MaxViolations <= 0 {
-		o.MaxViolations = d.MaxViolations
-	}
-	return o
-}
-
 // Check judges h against every invariant and returns the report. Results come in a fixed order:
 // assumptions, single-holder, single-poller, stale-poll, validity, linearizability, failover, balance,
 // fencing, liveness, blind-write.

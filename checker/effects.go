@@ -144,6 +144,11 @@ type linkWindow struct {
 	mute     bool          // requests are dropped
 	deaf     bool          // replies are dropped
 	req, rep time.Duration // what a request and a reply may be delayed by
+	// fastReq is what a request is delayed by at least while the fault holds (a hold: its delay;
+	// a latency: its fastest one-way trip); until is when the fault itself ended (to may reach past it,
+	// for data a hold keeps delivering at its own time).
+	fastReq time.Duration
+	until   time.Duration
 }
 
 // backendWindow is a stretch in which the backend (or the part of it a set of slots lives on) could not
@@ -153,24 +158,6 @@ type backendWindow struct {
 	from, to time.Duration
 	frozen   bool
 	slots    []slotRange // nil: every key
-}
-
-// instEffects is what happened to one instance.
-type instEffects struct {
-	start    time.Duration // when it joined the fleet
-	gone     time.Duration // when it left for good; history.Infinity if it never did
-	graceful bool          // it left by a graceful stop
-	goneBy   *history.Event
-	paused   []span
-	stalled  []span
-	failed   []*history.Event // its calls that went unanswered
-	// impeded are the stretches in which it could not complete a call: paused, stalled, and from each
-	// unanswered call of its own to the end of what explains it (the fault window on its link or the
-	// backend that covered the call, else the moment its caller gave up). Merged.
-	impeded []span
-	// lastWrite is the latest moment any write it sent may have reached the backend.
-	lastWrite time.Duration
-	wrote     bool
 }
 
 // effects is the second half of the model's input, beside the lease record: every instance's effects,
@@ -213,8 +200,11 @@ func (ef *effects) readFaults() {
 		case "one-way-partition":
 			ef.addLink(fe, f.Targets, linkWindow{fault: fe, from: from, to: to, deaf: true})
 		case "latency", "slow-requests", "slow-replies":
-			req, rep, _, _ := delays(f)
-			w := linkWindow{fault: fe, from: from, to: to, req: req, rep: rep}
+			req, rep, fastReq, _ := delays(f)
+			if f.Params["match"] != "" {
+				fastReq = 0 // a request that does not match is not held
+			}
+			w := linkWindow{fault: fe, from: from, to: to, req: req, rep: rep, fastReq: fastReq, until: to}
 			// Data held when a hold ends keeps its own time, and data sent after it on the same
 			// connection waits behind it: the window's effect lasts one delay longer.
 			w.to = to + max(req, rep)
@@ -298,257 +288,6 @@ func (ef *effects) readLifecycle() {
 			ie.graceful = true
 		}
 	}
-}
-
-// readCalls finds each instance's unanswered calls and the latest landing of its writes, and derives
-// when it was impeded.
-func (ef *effects) readCalls() {
-	idx := ef.idx
-	for in, ie := range ef.inst {
-		for _, e := range idx.byInst[in] {
-			if unanswered(e) {
-				ie.failed = append(ie.failed, e)
-			}
-			if writes(e) {
-				if l, ok := ef.landing(e); ok {
-					ie.lastWrite, ie.wrote = max(ie.lastWrite, l), true
-				}
-			}
-		}
-		var imp []span
-		imp = append(imp, ie.paused...)
-		imp = append(imp, ie.stalled...)
-		for _, c := range ie.failed {
-			imp = append(imp, span{c.At, ef.explainedUntil(in, c)})
-		}
-		ie.impeded = mergeSpans(imp)
-	}
-}
-
-// explainedUntil is how long an unanswered call c of instance in leaves it unable to complete a call:
-// until the end of the fault window on its link or on the backend that covered the call (a partition, a
-// hold, a restart), else until its caller gave up.
-func (ef *effects) explainedUntil(in string, c *history.Event) time.Duration {
-	end := gaveUp(c, ef.idx.fig)
-	for _, w := range ef.links[in] {
-		if w.from <= end && c.At <= w.to {
-			end = max(end, w.to)
-		}
-	}
-	for _, b := range ef.backend {
-		if b.from <= end && c.At <= b.to {
-			end = max(end, b.to)
-		}
-	}
-	return end
-}
-
-// gaveUp is when the caller of an unanswered call got its failure: recorded (Op.GaveUp), or its answer
-// (an error that was no reply), or else the call bound after the call.
-func gaveUp(c *history.Event, fig figures) time.Duration {
-	switch {
-	case c.Op.GaveUp > 0:
-		return c.Op.GaveUp
-	case c.End != history.Infinity && c.End >= c.At:
-		return c.End
-	}
-	return c.At + fig.opTimeout
-}
-
-// unanswered reports whether op e got no reply, and its caller did not cancel it.
-func unanswered(e *history.Event) bool {
-	return (e.Op.Unknown || e.End == history.Infinity) && !strings.Contains(e.Op.Err, "context canceled")
-}
-
-// writes reports whether op e may write a key: an acquire or a renewal, or a plain command that creates
-// or extends a key (the instance's heartbeat, its registry entry).
-func writes(e *history.Event) bool {
-	switch e.Op.Kind {
-	case history.OpAcquire, history.OpRenew:
-		return true
-	case history.OpOther:
-		return writeCommands[firstWord(e.Op.Command)]
-	}
-	return false
-}
-
-// writeCommands are the plain commands that create or extend a key.
-var writeCommands = map[string]bool{
-	"set": true, "setex": true, "psetex": true, "setnx": true, "getset": true, "expire": true, "pexpire": true,
-	"zadd": true, "hset": true, "hmset": true, "hsetnx": true, "sadd": true, "incr": true, "incrby": true,
-}
-
-// landing returns the latest moment op e may have taken effect in the backend, and false when it cannot
-// have taken effect at all. An answered op took effect before its reply came; one whose landing the
-// harness saw (Op.Landed) took effect then. An unanswered one may have been sent, or sent again by its
-// client, until its caller gave up, and each request may have been delayed by what held its link
-// (a hold lands it the hold's delay later, a latency half a round trip later, a frozen backend applies
-// it when it resumes); a request sent while its link dropped everything, or while the backend was
-// down, never lands.
-func (ef *effects) landing(e *history.Event) (time.Duration, bool) {
-	switch {
-	case e.Op.Landed > 0 && !unanswered(e) && e.End != history.Infinity:
-		// Answered, and one of its sends (a client's re-send) was seen landing: the later of the two.
-		return max(e.Op.Landed, e.End), true
-	case e.Op.Landed > 0:
-		return e.Op.Landed, true
-	case !unanswered(e) && e.End != history.Infinity:
-		return max(e.End, e.At), true
-	}
-	from, to := e.At, gaveUp(e, ef.idx.fig)
-	if ef.dropped(e.Instance, from, to) {
-		return 0, false
-	}
-	land := to
-	for _, w := range ef.links[e.Instance] {
-		if w.req > 0 && w.from <= to && from < w.to {
-			land = max(land, min(to, w.to)+w.req)
-		}
-	}
-	for _, b := range ef.backend {
-		if b.frozen && b.from <= land && from < b.to {
-			land = max(land, b.to)
-		}
-	}
-	return land, true
-}
-
-// dropped reports whether nothing instance in sent in [from, to] can have landed: its link dropped every
-// request, or the backend was down, from before from (by a scheduling allowance, for a request already on
-// its way) until after to.
-func (ef *effects) dropped(in string, from, to time.Duration) bool {
-	for _, w := range ef.links[in] {
-		if w.mute && w.from+SchedulingAllowance <= from && to <= w.to {
-			return true
-		}
-	}
-	for _, b := range ef.backend {
-		if !b.frozen && b.slots == nil && b.from+SchedulingAllowance <= from && to <= b.to {
-			return true
-		}
-	}
-	return false
-}
-
-// ready is the earliest moment at or after t at which instance in has been a live member of the fleet,
-// unimpeded, for the system's detection latency: the time it needs to learn what only a call can show
-// (that its link is back, that it joined a fleet). history.Infinity when it never is.
-func (ef *effects) ready(in string, t time.Duration) time.Duration {
-	ie := ef.inst[in]
-	if ie == nil {
-		return history.Infinity
-	}
-	d := ef.idx.fig.detect()
-	x := max(t, ie.start+d)
-	for changed := true; changed; {
-		changed = false
-		for _, s := range ie.impeded {
-			if s.from < x && s.to > x-d {
-				if s.to == history.Infinity {
-					return history.Infinity
-				}
-				x, changed = s.to+d, true
-			}
-		}
-	}
-	if x >= ie.gone {
-		return history.Infinity
-	}
-	return x
-}
-
-// readyWithin is the last moment at or after t at which instance in could complete calls again after
-// being impeded, without the detection latency: the end of the impeded stretch that contains t (t
-// itself when none does). d bounds how far an impediment that begins after t still counts: one that
-// begins within d of t delays what the instance could find out from t.
-func (ef *effects) readyWithin(in string, t, d time.Duration) time.Duration {
-	ie := ef.inst[in]
-	if ie == nil {
-		return t
-	}
-	x := t
-	for changed := true; changed; {
-		changed = false
-		for _, s := range ie.impeded {
-			if s.from <= x+d && s.to > x && s.to != history.Infinity {
-				x, changed = s.to, true
-			}
-		}
-	}
-	return x
-}
-
-// impededAt reports whether instance in could not complete a call at t (or was not a member).
-func (ef *effects) impededAt(in string, t time.Duration) bool {
-	ie := ef.inst[in]
-	if ie == nil || t < ie.start || t >= ie.gone {
-		return true
-	}
-	for _, s := range ie.impeded {
-		if s.contains(t) {
-			return true
-		}
-	}
-	return false
-}
-
-// presenceEnd is when the others can no longer count instance in as a member of the fleet: a graceful
-// stop announces it; otherwise its heartbeat, like any key it writes, lasts the heartbeat TTL from the
-// latest moment one of its writes may have landed.
-func (ef *effects) presenceEnd(in string) time.Duration {
-	ie := ef.inst[in]
-	switch {
-	case ie == nil:
-		return 0
-	case ie.graceful:
-		return ie.gone
-	case !ie.wrote:
-		return ie.start
-	}
-	return ie.lastWrite + ef.idx.fig.heartbeatTTL + ExpiryTick
-}
-
-// slowdown is what a round trip of instance in costs at most, beyond the usual, around t: the delays of
-// the faults on its link then.
-func (ef *effects) slowdown(in string, t time.Duration) (time.Duration, *history.Event) {
-	var worst time.Duration
-	var by *history.Event
-	for _, w := range ef.links[in] {
-		if w.contains(t) && w.req+w.rep > worst {
-			worst, by = w.req+w.rep, w.fault
-		}
-	}
-	return worst, by
-}
-
-func (w linkWindow) contains(t time.Duration) bool { return t >= w.from && t <= w.to }
-
-// releaseBy is when an instance that stops gracefully at s has sent its releases, at the latest: once its
-// poll in flight is done (a poll's duration), delayed by its link; if the backend cannot take them then
-// (down or frozen), as soon as it can.
-func (ef *effects) releaseBy(in string, s time.Duration) time.Duration {
-	at := s + ef.idx.fig.pollDuration
-	at += ef.requestDelay(in, at)
-	for changed := true; changed; {
-		changed = false
-		for _, b := range ef.backend {
-			if b.slots == nil && b.from <= at && at < b.to {
-				at, changed = b.to, true
-			}
-		}
-	}
-	return at
-}
-
-// requestDelay is what a request instance in sends at t may be delayed by on its link.
-func (ef *effects) requestDelay(in string, t time.Duration) time.Duration {
-	var d time.Duration
-	for _, w := range ef.links[in] {
-		if w.contains(t) {
-			d = max(d, w.req)
-		}
-	}
-	return d
 }
 
 // promotionOf returns the promotion fault fe caused, if the history shows one: the first promotion

@@ -38,7 +38,9 @@ func checkFailover(m *model, gaps []gapJudgement, opts Options) (Result, []Failo
 			MeasuredFrom: ob.measured, Latency: -1, Bound: ob.deadline - ob.measured, Class: string(ob.effect),
 			Why: strings.Join(ob.why, "; ")}
 		if g.next != nil {
-			fo.To, fo.PolledAt, fo.Latency = g.next.Instance, g.next.At, g.next.At-ob.measured
+			// A taker may poll before the holding it takes over was seen to end (its release sent after
+			// its belief ended): its latency is nothing, not negative.
+			fo.To, fo.PolledAt, fo.Latency = g.next.Instance, g.next.At, max(g.next.At-ob.measured, 0)
 		}
 		if g.open && !g.late {
 			fo.Latency = -1 // the run ended before the deadline: not measured

@@ -37,19 +37,6 @@ const (
 	LagPing      = "backend ping"
 )
 
-// LagFinding is the harness lag a timing finding coincided with: the worst value of any signal within
-// the finding's window, before its deadline.
-type LagFinding struct {
-	// Max is the lag, At the start of the window it was measured in, Source which signal measured it.
-	Max    time.Duration `json:"max"`
-	At     time.Duration `json:"at"`
-	Source string        `json:"source"`
-}
-
-func (f LagFinding) String() string {
-	return fmt.Sprintf("harness lag %v (%s, at %v)", f.Max.Round(time.Millisecond), f.Source, f.At)
-}
-
 // judgeLag is the pass after the checks: each listed violation of a timing invariant that has a window
 // becomes inconclusive when lag above LagThreshold, measured before its deadline and not caused by the
 // system, can account for it. A result left with only inconclusive findings is Inconclusive. A history
@@ -154,9 +141,6 @@ func duringBackendFault(m *model, from, to time.Duration) bool {
 	}
 	return false
 }
-
-// unscheduledPrefix begins the assumptions message of a run whose faults could not all be applied.
-const unscheduledPrefix = "the run did not go as scheduled"
 
 // judgeUnscheduledLag is judgeLag's counterpart for a run that did not go as scheduled: a fault that could
 // not be applied because the system was not in the state it needs (nobody held the endpoint to crash,

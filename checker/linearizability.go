@@ -156,25 +156,6 @@ func buildLeaseHistory(idx *index) leaseHistory {
 	return lh
 }
 
-// partitionByKey splits a porcupine history into one partition per lease key, in key order.
-func partitionByKey(ops []porcupine.Operation) [][]porcupine.Operation {
-	byKey := map[string][]porcupine.Operation{}
-	for _, op := range ops {
-		k := op.Input.(leaseInput).key
-		byKey[k] = append(byKey[k], op)
-	}
-	keys := make([]string, 0, len(byKey))
-	for k := range byKey {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	out := make([][]porcupine.Operation, 0, len(keys))
-	for _, k := range keys {
-		out = append(out, byKey[k])
-	}
-	return out
-}
-
 // keyVerdict is porcupine's verdict on one key.
 type keyVerdict struct {
 	key    *keyOps

@@ -9,7 +9,6 @@ import (
 	"github.com/tenurelabs/tenure/history"
 )
 
-
 // An acquire acknowledged by a primary that is then replaced, followed by another owner's acquire
 // while the first should still hold: the checker reports a lost acknowledged write next to the
 // promotion. Without a promotion in the history the same violation is only a violation.

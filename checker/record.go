@@ -317,22 +317,27 @@ func (v *value) build(ef *effects, cuts []cut, renews []*history.Event, revs []r
 				death = min(death, c.to)
 			}
 		}
+		// env is the latest the value may live, from the writes sent before before and landing before
+		// stop: a renewal extends it only if it may land while the value lives.
 		env := func(before, stop time.Duration) time.Duration {
 			end := addSat(birthHi, ttlOf(a))
 			for _, r := range renews {
-				if r.At >= min(end, stop) || r.At >= before {
+				if r.At >= before {
 					continue
 				}
 				l, ok := landing(r)
 				if !ok {
 					continue
 				}
+				if e := ef.earliest(r); e >= min(end, stop) {
+					continue // it lands, if at all, once the value is gone: it revives nothing
+				}
 				end = max(end, addSat(min(l, end), ttlOf(r)))
 			}
 			return end
 		}
 		full := env(history.Infinity, death)
-		spans = append(spans, span{a.At, min(full, death)})
+		spans = append(spans, span{ef.earliest(a), min(full, death)})
 		for _, r := range revs {
 			switch {
 			case r.restore && a.At < r.snapshot:

@@ -2,6 +2,7 @@ package checker
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"time"
 )
@@ -239,4 +240,44 @@ func verdict(inv string, max int, bad, caught *collector, passMsg, caughtMsg, fa
 	res.Violations, res.Truncated = bad.capped(max)
 	res.Caught, res.CaughtTruncated = caught.capped(max)
 	return res
+}
+
+// Options tunes the checker. Zero or negative fields take their defaults.
+type Options struct {
+	// LinearizabilityTimeout bounds the whole linearizability search; when it runs out the verdict is
+	// Unknown. Default 30 s.
+	LinearizabilityTimeout time.Duration
+	// MaxViolations caps the violations listed per invariant; the rest are counted in
+	// Result.Truncated. Default 50.
+	MaxViolations int
+	_             struct{}
+}
+
+// DefaultOptions returns the default options.
+func DefaultOptions() Options {
+	return Options{LinearizabilityTimeout: 30 * time.Second, MaxViolations: 50}
+}
+
+func (o Options) withDefaults() Options {
+	d := DefaultOptions()
+	if o.LinearizabilityTimeout <= 0 {
+		o.LinearizabilityTimeout = d.LinearizabilityTimeout
+	}
+	if o.MaxViolations <= 0 {
+		o.MaxViolations = d.MaxViolations
+	}
+	return o
+}
+
+// LagFinding is the harness lag a timing finding coincided with: the worst value of any signal within
+// the finding's window, before its deadline.
+type LagFinding struct {
+	// Max is the lag, At the start of the window it was measured in, Source which signal measured it.
+	Max    time.Duration `json:"max"`
+	At     time.Duration `json:"at"`
+	Source string        `json:"source"`
+}
+
+func (f LagFinding) String() string {
+	return fmt.Sprintf("harness lag %v (%s, at %v)", f.Max.Round(time.Millisecond), f.Source, f.At)
 }

@@ -12,6 +12,7 @@ import (
 // after the lease changed hands; and of an assignment that flaps while a release is still on the wire.
 func init() {
 	const ms = time.Millisecond
+	const pinned = -1 // a step whose time is part of a chain of causes must not move on its own
 	// The reference's release call carries its announcement "release <instance> <endpoint>"; a system
 	// whose releases do not is held nothing by these steps, which then test only the handoff itself.
 	const releaseMatch = "release "
@@ -57,6 +58,29 @@ func init() {
 			// lies outside every lease system's assumptions). Fencing refuses that poll, so what the run
 			// judges is the lease system's own part: the late releases.
 			Steady: w(150*s, 170*s), ExpectBalance: true, Fencing: true,
+		},
+		sim.Scenario{
+			// Reported from outside: slot 0's handoff release held on the wire past the call bound while
+			// the assignment of its endpoint went A -> C -> A, after which A was said to believe the
+			// endpoint 2.7 s (at a tenth of spec) with no value of its own in the key. The joiner (slot 2)
+			// takes its share at 60 s; slot 0 hands its part of it off once its poll in flight has ended
+			// (by 61 s), and each release, announced, is held 4 s: past the 3 s call bound, so it times out
+			// at the client (slot 0's link is unhealthy until a PING is answered) and lands 1 s later. The
+			// joiner is refused those endpoints meanwhile (the old values are still the leases) and stops
+			// at 62 s, while the releases are still on the wire: the endpoints come back to slot 0, which
+			// may acquire them only once their releases have returned, and then does so under new
+			// holdings (its release of the old value first, in the same round trip). The run judges that
+			// no instance believes a holding whose value is not in the key for longer than a renewal
+			// interval and a call bound (the checker's stale-belief), and that the held releases, landing
+			// before or after the re-acquire, delete nothing but their own values (single-holder).
+			Name: "held-release-assigned-back", Description: "A holder's handoff releases are held on the wire past the call bound while an instance joins and leaves at once (the assignment goes A -> C -> A): the holder re-acquires once its releases have returned, and no belief may outlive its value in the key by more than a renewal interval and a call bound.",
+			Instances: 2, Endpoints: 10, Duration: 100 * s,
+			Steps: chaos.Schedule{
+				{At: 59 * s, For: 5 * s, Jitter: pinned, Fault: chaos.SlowRequests{Slot: 0, Delay: 4 * s, Match: releaseMatch}},
+				{At: 60 * s, Jitter: pinned, Fault: chaos.Start{Count: 1}},
+				{At: 62 * s, Jitter: pinned, Fault: chaos.Stop{Slot: 2}},
+			},
+			Steady: w(80*s, 100*s), ExpectBalance: true,
 		},
 	)
 }

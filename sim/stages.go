@@ -363,10 +363,10 @@ func (s *stagedRun) collect(out scheduled) history.History {
 	}
 }
 
-// metaTiming is the timing the checker's bound table needs (history.Timing), with the system's
-// dead-peer bound when it declares one (DeadPeerBounder).
+// metaTiming is the timing the checker's model derives its deadlines from (history.Timing), with the
+// system's dead-peer bound when it declares one (DeadPeerBounder).
 func metaTiming(sys System, t Timing) *history.Timing {
-	mt := &history.Timing{RenewInterval: t.RenewInterval, HeartbeatInterval: t.HeartbeatInterval,
+	mt := &history.Timing{RenewInterval: t.RenewInterval, HeartbeatInterval: t.HeartbeatInterval, HeartbeatTTL: t.HeartbeatTTL,
 		OpTimeout: t.OpTimeout, PollDuration: t.PollDuration, HandshakeReplies: DefaultHandshakeReplies}
 	if d, ok := sys.(DeadPeerBounder); ok {
 		mt.DeadPeer = d.DeadPeerBound(t)
@@ -383,4 +383,13 @@ func systemKind(s System) string {
 		return k.Kind()
 	}
 	return "lease"
+}
+
+// MetaFor returns the history header a run of system sys with timing t would record, as far as the
+// checker's model reads it (its lease TTL, poll and discovery intervals, Timing and drift bound): what
+// checker.BoundTable needs to print the deadlines a run would be held to.
+func MetaFor(sys System, t Timing) history.Meta {
+	return history.Meta{Schema: history.SchemaVersion, Kind: systemKind(sys), LeaseTTL: t.LeaseTTL, PollInterval: t.PollInterval,
+		DiscoveryInterval: t.DiscoveryInterval, FailoverBound: FailoverBound(t), Timing: metaTiming(sys, t),
+		Assumptions: history.Assumptions{DriftBound: t.DriftBound, Persistence: "none", Topology: TopologySingle}}
 }

@@ -140,11 +140,20 @@ func requireSameHistory(t *testing.T, hookRec, wireRec *history.Recorder, sent m
 	t.Helper()
 	hook, wire := hookRec.Events(), wireRec.Events()
 	left := map[string]int{}
+	// Link probes (PING) are left out: one sent while the server is stopped times out in the client
+	// (the hook's call, unknown) while the wire may see its reply come later, or a client's second
+	// attempt answered; which of them each side records depends on the race between the reply and the
+	// call's timeout, not on the recorder.
+	probe := func(s string) bool { return strings.Contains(s, `"command":"ping"`) }
 	for _, s := range normalised(t, hook) {
-		left[s]++
+		if !probe(s) {
+			left[s]++
+		}
 	}
 	for _, s := range normalised(t, wire) {
-		left[s]--
+		if !probe(s) {
+			left[s]--
+		}
 	}
 	var diff []string
 	unsent := map[string]int{}

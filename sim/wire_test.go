@@ -122,6 +122,7 @@ func TestWireRecorderRESP3PipelinesAndPushes(t *testing.T) {
 	require.Equal(t, []string{
 		"SET poll:lease:a me NX PX 1000 => acquire ok",
 		"GET poll:lease:a => read ok value me",
+		"PING => other", // a probe is recorded: its answer tells the instance its link is there
 		"GET poll:lease:none => read ok",
 		"PEXPIRE poll:lease:a 2000 => renew ok",
 		"DEL poll:lease:a => release ok",
@@ -149,6 +150,7 @@ func TestWireRecorderRESP2SubscribeMode(t *testing.T) {
 	c.send("UNSUBSCRIBE", "SET poll:lease:a me NX PX 1000")
 	require.Len(t, c.recv(3), 3)
 	require.Equal(t, []string{
+		"PING => other",
 		"GET poll:lease:a => other err ERR Can't",
 		"SET poll:lease:a me NX PX 1000 => acquire ok",
 	}, summary(rec))

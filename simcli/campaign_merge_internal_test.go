@@ -37,7 +37,7 @@ func fakeShard(t *testing.T, dir string, shard int, stopAt int, failing map[stri
 			case outFail:
 				judgedRun(t, "naive-redis-partition", runDir)
 			case outInconclusive:
-				judgedHistory(t, lateHistory(t), runDir)
+				judgedHistory(t, lateHistory(t, true), runDir)
 			default:
 				judgedRun(t, "reference-redis-partition", runDir)
 			}
@@ -78,7 +78,7 @@ func TestCampaignMerge(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, ExitViolated, code, stdout)
 	require.Contains(t, stdout, "6 runs: 5 passed, 1 failed")
-	require.Contains(t, stdout, "balance-3x9 seed 2: single-holder violated, single-poller violated")
+	require.Contains(t, stdout, "balance-3x9 seed 2: single-holder violated, stale-belief violated, single-poller violated")
 	require.Regexp(t, `report: `+regexp.QuoteMeta(root)+`/shard-[12]/balance-3x9-2/report.html`, stdout) // in its shard
 
 	m, err := readManifest(out)
@@ -194,26 +194,39 @@ func TestCampaignMergeOfAnInterruptedShard(t *testing.T) {
 	require.Contains(t, string(md), "**Interrupted**")
 }
 
-// lateHistory is the reference's saved redis-partition run with its failover bound set 20 ms below its
-// slowest takeover, and the harness's canary 40 ms late in every window, as on a starved machine: the
-// late takeover coincided with the harness's own lag, and the run is inconclusive.
-func lateHistory(t *testing.T) history.History {
+// lateHistory is the reference's saved redis-partition run with its slowest takeover moved 60 ms past
+// its deadline (the taker's polls of that endpoint shifted later), and, with lag, the harness's canary
+// 40 ms late in every window of the run, as on a starved machine: four hand-offs of 40 ms account for
+// 60 ms, and the run is inconclusive; without lag it fails.
+func lateHistory(t *testing.T, lag bool) history.History {
 	t.Helper()
 	h, err := history.ReadFile(filepath.Join("testdata", "reference-redis-partition", "history.jsonl"))
 	require.NoError(t, err)
-	var slowest time.Duration
-	for _, fo := range checker.Check(h, checker.DefaultOptions()).Failovers {
-		slowest = max(slowest, fo.Latency)
+	var slowest *checker.Failover
+	fos := checker.Check(h, checker.DefaultOptions()).Failovers
+	for i, fo := range fos {
+		if fo.To != "" && (slowest == nil || fo.Latency > slowest.Latency) {
+			slowest = &fos[i]
+		}
 	}
-	require.Positive(t, slowest)
-	h.Meta.FailoverBound = slowest - 20*time.Millisecond
-	l := &history.Lag{Window: 100 * time.Millisecond, Floor: 10 * time.Millisecond}
-	for at := time.Duration(0); at < h.Meta.Duration; at += l.Window {
-		l.Samples = append(l.Samples, history.LagSample{At: at, Canary: 40 * time.Millisecond})
-		l.Windows++
+	require.NotNil(t, slowest, "the saved run measured a takeover")
+	by := slowest.MeasuredFrom + slowest.Bound + 60*time.Millisecond - slowest.PolledAt
+	for i := range h.Events {
+		e := &h.Events[i]
+		if e.Kind == history.KindPoll && e.Instance == slowest.To && e.Endpoint == slowest.Endpoint && e.At >= slowest.PolledAt {
+			e.At, e.End = e.At+by, e.End+by
+		}
 	}
-	l.Canary = history.LagSummary{Max: 40 * time.Millisecond, P99: 40 * time.Millisecond}
-	h.Meta.Lag, h.Meta.Schema = l, history.SchemaVersion
+	history.Sort(h.Events)
+	if lag {
+		l := &history.Lag{Window: 100 * time.Millisecond, Floor: 10 * time.Millisecond}
+		for at := time.Duration(0); at < h.Meta.Duration; at += l.Window {
+			l.Samples = append(l.Samples, history.LagSample{At: at, Canary: 40 * time.Millisecond})
+			l.Windows++
+		}
+		l.Canary = history.LagSummary{Max: 40 * time.Millisecond, P99: 40 * time.Millisecond}
+		h.Meta.Lag = l
+	}
 	return h
 }
 

@@ -6,40 +6,20 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tenurelabs/tenure/checker"
 	"github.com/tenurelabs/tenure/history"
 	"github.com/tenurelabs/tenure/reports"
 	"github.com/tenurelabs/tenure/simcli"
 )
 
-// lateRun is the reference's saved redis-partition run with its failover bound set 20 ms below its
-// slowest takeover, so that takeover is a violation; with lag set, the harness's canary woke 40 ms late
-// in every window of the run, as on a starved machine.
+// lateRun writes simcli.LateHistory (the reference's saved redis-partition run, its slowest takeover
+// 60 ms past its deadline; with lag, the canary 40 ms late throughout) into a run directory.
 func lateRun(t *testing.T, lag bool) string {
 	t.Helper()
-	h, err := history.ReadFile(filepath.Join("testdata", "reference-redis-partition", "history.jsonl"))
-	require.NoError(t, err)
-	var slowest time.Duration
-	for _, fo := range checker.Check(h, checker.DefaultOptions()).Failovers {
-		slowest = max(slowest, fo.Latency)
-	}
-	require.Positive(t, slowest)
-	h.Meta.FailoverBound = slowest - 20*time.Millisecond
-	if lag {
-		l := &history.Lag{Window: 100 * time.Millisecond, Floor: 10 * time.Millisecond}
-		for at := time.Duration(0); at < h.Meta.Duration; at += l.Window {
-			l.Samples = append(l.Samples, history.LagSample{At: at, Canary: 40 * time.Millisecond})
-			l.Windows++
-		}
-		l.Canary = history.LagSummary{Max: 40 * time.Millisecond, P99: 40 * time.Millisecond}
-		h.Meta.Lag, h.Meta.Schema = l, history.SchemaVersion
-	}
 	dir := t.TempDir()
-	require.NoError(t, history.WriteFile(filepath.Join(dir, "history.jsonl"), h))
+	require.NoError(t, history.WriteFile(filepath.Join(dir, "history.jsonl"), simcli.LateHistory(t, lag)))
 	return dir
 }
 

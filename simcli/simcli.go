@@ -62,6 +62,7 @@ Usage:
   simrun matrix [flags]                 every system × every scenario of its kind on fixed seeds: a table of verdicts
   simrun campaign SCENARIO... [flags]   scenarios (or a --suite) on many random seeds, splittable with --shard i/n
   simrun campaign merge OUT SHARD...    join the shards of a campaign into one index, JUnit file and summary
+  simrun bounds [flags]                 the deadlines the checker's model derives for canonical faults, as a table
 
 Each command's --help (simrun run --help, simrun matrix --help, ...) gives its flags.
 Exit status: 0 all invariants held, 1 an invariant was violated or undecided, 2 usage or setup error,
@@ -138,15 +139,17 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		code, err = matrixCmd(ctx, args[1:], stdout, stderr)
 	case "campaign":
 		code, err = campaignCmd(ctx, args[1:], stdout, stderr)
+	case "bounds":
+		code, err = boundsCmd(args[1:], stdout)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return ExitOK
 	default:
 		hint := ""
-		if s := suggest(args[0], []string{"list", "run", "report", "bench", "matrix", "campaign"}); s != "" {
+		if s := suggest(args[0], []string{"list", "run", "report", "bench", "matrix", "campaign", "bounds"}); s != "" {
 			hint = ": did you mean " + s + "?"
 		}
-		err = fmt.Errorf("%w: unknown command %q%s (want list, run, report, bench, matrix or campaign; simrun --help says more)", errUsage, args[0], hint)
+		err = fmt.Errorf("%w: unknown command %q%s (want list, run, report, bench, matrix, campaign or bounds; simrun --help says more)", errUsage, args[0], hint)
 	}
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {

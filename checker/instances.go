@@ -1,0 +1,241 @@
+package checker
+
+import (
+	"strings"
+	"time"
+
+	"github.com/tenurelabs/tenure/history"
+)
+
+// What happened to each instance, read off its own calls and the lifecycle: when it could not complete a
+// call (impeded), when it could act again (ready), how long the others counted it a member (present).
+
+// instEffects is what happened to one instance.
+type instEffects struct {
+	start    time.Duration // when it joined the fleet
+	gone     time.Duration // when it left for good; history.Infinity if it never did
+	graceful bool          // it left by a graceful stop
+	goneBy   *history.Event
+	paused   []span
+	stalled  []span
+	failed   []*history.Event // its calls that went unanswered
+	// impeded are the stretches in which it could not complete a call: paused, stalled, and from each
+	// unanswered call of its own to the end of what explains it (the fault window on its link or the
+	// backend that covered the call, else the moment its caller gave up). Merged.
+	impeded []span
+	// present are the stretches in which the others may count it a member: from the earliest landing of
+	// each write of its own (its heartbeat, any key it writes) to a heartbeat TTL after its latest. Merged.
+	present []span
+	// lastWrite is the latest moment any write it sent may have reached the backend.
+	lastWrite time.Duration
+}
+
+// readCalls finds each instance's unanswered calls and the latest landing of its writes, and derives
+// when it was impeded.
+func (ef *effects) readCalls() {
+	idx := ef.idx
+	for in, ie := range ef.inst {
+		for _, e := range idx.byInst[in] {
+			if unanswered(e) {
+				ie.failed = append(ie.failed, e)
+			}
+			if writes(e) {
+				if l, ok := ef.landing(e); ok {
+					ie.lastWrite = max(ie.lastWrite, l)
+					ie.present = append(ie.present, span{ef.earliest(e), l + ef.idx.fig.heartbeatTTL + ExpiryTick})
+				}
+			}
+		}
+		var imp []span
+		imp = append(imp, ie.paused...)
+		imp = append(imp, ie.stalled...)
+		for _, c := range ie.failed {
+			from, to := ef.explained(in, c)
+			imp = append(imp, span{from, to})
+		}
+		ie.impeded = mergeSpans(imp)
+		ie.present = mergeSpans(ie.present)
+	}
+}
+
+// explained is the stretch in which an unanswered call c of instance in shows it could not complete a
+// call: the whole window of the fault on its link or on the backend that covered the call (a partition,
+// a hold, a restart: the call shows the fault reached it), else from the call until its caller gave up.
+func (ef *effects) explained(in string, c *history.Event) (time.Duration, time.Duration) {
+	from, end := c.At, gaveUp(c, ef.idx.fig)
+	for _, w := range ef.links[in] {
+		if w.from <= end && c.At <= w.to {
+			from, end = min(from, w.from), max(end, w.to)
+		}
+	}
+	for _, b := range ef.backend {
+		if b.from <= end && c.At <= b.to {
+			from, end = min(from, b.from), max(end, b.to)
+		}
+	}
+	return from, end
+}
+
+// gaveUp is when the caller of an unanswered call got its failure: recorded (Op.GaveUp), or its answer
+// (an error that was no reply), or else the call bound after the call.
+func gaveUp(c *history.Event, fig figures) time.Duration {
+	switch {
+	case c.Op.GaveUp > 0:
+		return c.Op.GaveUp
+	case c.End != history.Infinity && c.End >= c.At:
+		return c.End
+	}
+	return c.At + fig.opTimeout
+}
+
+// unanswered reports whether op e got no reply, and its caller did not cancel it.
+func unanswered(e *history.Event) bool {
+	return (e.Op.Unknown || e.End == history.Infinity) && !strings.Contains(e.Op.Err, "context canceled")
+}
+
+// writes reports whether op e may write a key: an acquire or a renewal, or a plain command that creates
+// or extends a key (the instance's heartbeat, its registry entry).
+func writes(e *history.Event) bool {
+	switch e.Op.Kind {
+	case history.OpAcquire, history.OpRenew:
+		return true
+	case history.OpOther:
+		return writeCommands[firstWord(e.Op.Command)]
+	}
+	return false
+}
+
+// writeCommands are the plain commands that create or extend a key.
+var writeCommands = map[string]bool{
+	"set": true, "setex": true, "psetex": true, "setnx": true, "getset": true, "expire": true, "pexpire": true,
+	"zadd": true, "hset": true, "hmset": true, "hsetnx": true, "sadd": true, "incr": true, "incrby": true,
+}
+
+// ready is the earliest moment at or after t at which instance in has been a live member of the fleet,
+// unimpeded, for the system's detection latency: the time it needs to learn what only a call can show
+// (that its link is back, that it joined a fleet). history.Infinity when it never is.
+func (ef *effects) ready(in string, t time.Duration) time.Duration {
+	ie := ef.inst[in]
+	if ie == nil {
+		return history.Infinity
+	}
+	d := ef.idx.fig.detect()
+	x := max(t, ie.start+d)
+	for changed := true; changed; {
+		changed = false
+		for _, s := range ie.impeded {
+			if s.from < x && s.to > x-d {
+				if s.to == history.Infinity {
+					return history.Infinity
+				}
+				x, changed = s.to+d, true
+			}
+		}
+	}
+	if x >= ie.gone {
+		return history.Infinity
+	}
+	return x
+}
+
+// readyWithin is the last moment at or after t at which instance in could complete calls again after
+// being impeded, without the detection latency: the end of the impeded stretch that contains t (t
+// itself when none does). d bounds how far an impediment that begins after t still counts: one that
+// begins within d of t delays what the instance could find out from t.
+func (ef *effects) readyWithin(in string, t, d time.Duration) time.Duration {
+	ie := ef.inst[in]
+	if ie == nil {
+		return t
+	}
+	x := t
+	for changed := true; changed; {
+		changed = false
+		for _, s := range ie.impeded {
+			if s.from <= x+d && s.to > x && s.to != history.Infinity {
+				x, changed = s.to, true
+			}
+		}
+	}
+	return x
+}
+
+// impededAt reports whether instance in could not complete a call at t (or was not a member).
+func (ef *effects) impededAt(in string, t time.Duration) bool {
+	ie := ef.inst[in]
+	if ie == nil || t < ie.start || t >= ie.gone {
+		return true
+	}
+	for _, s := range ie.impeded {
+		if s.contains(t) {
+			return true
+		}
+	}
+	return false
+}
+
+// presenceEnd is when, from t on, the others can no longer count instance in as a member of the fleet:
+// a graceful stop announces it; otherwise its heartbeat, like any key it writes, lasts a heartbeat TTL
+// from the landing of its write, and once none of its writes may keep it, it is gone from their view
+// (t itself when it already is).
+func (ef *effects) presenceEnd(in string, t time.Duration) time.Duration {
+	ie := ef.inst[in]
+	switch {
+	case ie == nil:
+		return t
+	case ie.graceful && ie.gone <= t:
+		return t
+	}
+	end := t
+	for _, s := range ie.present {
+		if s.from <= end && s.to > end {
+			end = s.to
+		}
+	}
+	if ie.graceful {
+		end = min(end, ie.gone)
+	}
+	return end
+}
+
+// slowdown is what a round trip of instance in costs at most, beyond the usual, around t: the delays of
+// the faults on its link then.
+func (ef *effects) slowdown(in string, t time.Duration) (time.Duration, *history.Event) {
+	var worst time.Duration
+	var by *history.Event
+	for _, w := range ef.links[in] {
+		if w.contains(t) && w.req+w.rep > worst {
+			worst, by = w.req+w.rep, w.fault
+		}
+	}
+	return worst, by
+}
+
+func (w linkWindow) contains(t time.Duration) bool { return t >= w.from && t <= w.to }
+
+// releaseBy is when an instance that stops gracefully at s has sent its releases, at the latest: once its
+// poll in flight is done (a poll's duration), delayed by its link; if the backend cannot take them then
+// (down or frozen), as soon as it can.
+func (ef *effects) releaseBy(in string, s time.Duration) time.Duration {
+	at := s + ef.idx.fig.pollDuration
+	at += ef.requestDelay(in, at)
+	for changed := true; changed; {
+		changed = false
+		for _, b := range ef.backend {
+			if b.slots == nil && b.from <= at && at < b.to {
+				at, changed = b.to, true
+			}
+		}
+	}
+	return at
+}
+
+// requestDelay is what a request instance in sends at t may be delayed by on its link.
+func (ef *effects) requestDelay(in string, t time.Duration) time.Duration {
+	var d time.Duration
+	for _, w := range ef.links[in] {
+		if w.contains(t) {
+			d = max(d, w.req)
+		}
+	}
+	return d
+}

@@ -1,0 +1,335 @@
+package checker
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/tenurelabs/tenure/history"
+)
+
+// The takeover: once a holding ended, the earliest moment at which, in every possible world, the key
+// holds nothing that nobody live can remove, no guard holds grants back, the instances the endpoint is
+// shown assigned to are ready or gone from the fleet's view, and some member is ready.
+
+// takeover derives the takeover obligation of ep from the moment e its previous holding (of holder, ""
+// for none) ended; next is the valid poll that ended the gap, if one did. learn adds the detection
+// latency a system needs to find a new target.
+func (m *model) takeover(ep string, e time.Duration, holder string, next *history.Event, learn, handoff bool) obligation {
+	ob := obligation{kind: "takeover", holder: holder, from: e}
+	owed := e
+	move := func(to time.Duration, why string) {
+		if to > owed {
+			owed = to
+			ob.why = append(ob.why, why)
+		}
+	}
+	d := m.fig.detect()
+	if learn {
+		if fs, ok := m.fleetStart(); !ok || e > fs {
+			move(e+d, fmt.Sprintf("a system learns of a new target within its detection latency (%v): %v", d, round(e+d)))
+		}
+	}
+	// The key: every value that may still be in it must be gone, or cleared by its live writer. A key
+	// whose operations are not modelled (a PostgreSQL lock) is read off the holder's effects instead.
+	if !m.rec.modelled(ep) && holder != "" {
+		at, why := m.unmodelledHold(holder, e)
+		move(at, why)
+	}
+	// A holding granted after the holding ended is the takeover itself, not what it waits for, and its
+	// grant shows the key was to be had then.
+	vals := m.rec.valuesOf(ep)
+	sortValues(vals)
+	granted := history.Infinity
+	keyAt := owed
+	var keyWhy string
+	for _, v := range vals {
+		before := history.Infinity
+		if g, ok := v.grantedFrom(e); ok {
+			granted = min(granted, g.End)
+			before = g.At
+		}
+		if v.untilBefore(before) <= owed {
+			continue
+		}
+		if at, why := m.blockedUntil(v, e, before); at > keyAt {
+			keyAt, keyWhy = at, why
+		}
+	}
+	if keyAt > granted {
+		keyAt, keyWhy = granted, fmt.Sprintf("the key was to be had by %v, when it was granted", round(granted))
+	}
+	if keyWhy != "" {
+		move(keyAt, keyWhy)
+	}
+	assign := m.meta.Kind == "lease" && m.fig.heartbeat > 0
+	for changed := true; changed; {
+		changed = false
+		before := owed
+		if g, why, ok := m.guardAt(ep, owed); ok {
+			move(g, why)
+		}
+		if assign {
+			for _, a := range m.assignees(ep, holder, next, e, owed, handoff) {
+				if w, why, ok := m.waitFor(a, owed); ok {
+					move(w, why)
+				}
+			}
+		}
+		if r, who := m.someoneReady(owed); r > owed {
+			if r == history.Infinity {
+				ob.deadline = history.Infinity
+				ob.why = append(ob.why, "no live instance could take it over")
+				return ob
+			}
+			move(r, fmt.Sprintf("no live instance could act before %v (%s was the first unimpeded for the detection latency %v)", round(r), who, d))
+		}
+		changed = owed != before
+	}
+	taker := ""
+	if next != nil {
+		taker = next.Instance
+	}
+	if taker != "" {
+		if s, by := m.ef.slowdown(taker, owed); s > 0 {
+			owed += s
+			ob.why = append(ob.why, fmt.Sprintf("%s's round trips were slowed by %v (%s %s)", taker, s, by.Fault.ID, by.Fault.Name))
+		}
+	}
+	ob.deadline = owed + FailoverTolerance
+	ob.why = append(ob.why, fmt.Sprintf("owed at %v, plus the tolerance %v", round(owed), FailoverTolerance))
+	return ob
+}
+
+// blockedUntil is until when value v, which may be in ep's key after e, keeps the key from anybody:
+// until it expires, unless its writer must clear it sooner. A value its writer believed in, whose writes
+// landed in the course of things, may run out its TTL: that is what the specification's TTL bounds. A
+// stale value is another matter: one its writer never saw granted (an acquire whose reply was lost), or
+// one a write of which may have landed after its writer gave up on it (held on the wire, or applied when
+// a frozen backend resumed), holds the key for nobody past what any bound allows. Its writer, if still
+// in the fleet, knows it: once the write may have landed and the writer has been ready for the
+// detection latency, it releases it (the reference does, at its next attempt at the endpoint). A writer
+// that stopped gracefully promised to release within its poll in flight, its link's delay included. A
+// writer gone without a word leaves its values to expire.
+func (m *model) blockedUntil(v *value, e, before time.Duration) (time.Duration, string) {
+	end := v.untilBefore(before)
+	ie := m.ef.inst[v.writer]
+	expire := fmt.Sprintf("the key may hold %s's value %s until %v (its last write may have landed at %v)", v.writer, v.v, round(end), round(v.lastLanding))
+	switch {
+	case ie == nil:
+		return end, expire
+	case ie.graceful && ie.gone < history.Infinity:
+		rel := m.ef.releaseBy(v.writer, ie.gone)
+		if rel < end {
+			return rel, fmt.Sprintf("%s stopped gracefully at %v and was to release %s within its poll in flight and its link's delay: %v", v.writer, round(ie.gone), v.v, round(rel))
+		}
+		return end, expire
+	}
+	late, why, stale := m.stale(v)
+	if !stale {
+		return end, expire
+	}
+	r := m.ef.ready(v.writer, late)
+	if r == history.Infinity {
+		return end, expire
+	}
+	clear := max(v.lastLanding, late+m.fig.detect(), r)
+	if clear < end {
+		return clear, fmt.Sprintf("%s's value %s was stale (%s): %s could clear it by %v (ready, and a detection latency %v after %v)",
+			v.writer, v.v, why, v.writer, round(clear), m.fig.detect(), round(late))
+	}
+	return end, expire
+}
+
+// stale reports whether value v is one its writer must clear, and from when the writer could know: it
+// never saw v granted (from the moment it gave up on its acquires), or a write of v sent after the last
+// one its writer saw answered may have landed after its writer gave up on it (from then).
+func (m *model) stale(v *value) (time.Duration, string, bool) {
+	writes := append(slices.Clone(v.acq), v.renews...)
+	slices.SortStableFunc(writes, byCall)
+	var lastOK time.Duration
+	confirmed := false
+	var gave time.Duration
+	for _, w := range writes {
+		if !unanswered(w) && w.Op.OK && !w.Op.NotReplicated && w.End != history.Infinity {
+			confirmed, lastOK = true, w.At
+		}
+		if w.Op.Kind == history.OpAcquire {
+			gave = max(gave, gaveUp(w, m.fig))
+		}
+	}
+	if !confirmed {
+		return gave, "its acquire got no reply", true
+	}
+	var late time.Duration
+	why := ""
+	for _, w := range writes {
+		if !unanswered(w) || w.At < lastOK {
+			continue
+		}
+		g := gaveUp(w, m.fig)
+		if l, ok := m.ef.landing(w); ok && l > g+SchedulingAllowance && g > late {
+			late, why = g, fmt.Sprintf("its %s sent at %v may have landed at %v, after it gave up at %v", w.Op.Kind, round(w.At), round(l), round(g))
+		}
+	}
+	return late, why, why != ""
+}
+
+// unmodelledHold is until when holder's holding may last in a backend whose operations the history does
+// not model (a PostgreSQL advisory lock held by a session), its holding having ended for it at e: a
+// holder gone without releasing may hold it a TTL from its departure; one that stopped gracefully
+// released it within its poll in flight; one frozen, cut off or stalled holds it until the backend frees
+// a silent holder (its dead-peer bound) from when that began; one whose replies were lost goes on writing
+// until it can know, a detection latency, and then for the dead-peer bound; one whose connection was
+// reset lost its session at once, and a standby finds it free within a TTL; one whose holding ended with
+// no fault on it released it, or lets it lapse within a TTL.
+func (m *model) unmodelledHold(holder string, e time.Duration) (time.Duration, string) {
+	ie := m.ef.inst[holder]
+	if ie != nil && ie.gone != history.Infinity && ie.gone <= e {
+		if ie.graceful {
+			at := m.ef.releaseBy(holder, ie.gone)
+			return at, fmt.Sprintf("%s stopped gracefully at %v and was to release within its poll in flight: %v", holder, round(ie.gone), round(at))
+		}
+		at := ie.gone + m.fig.ttl
+		return at, fmt.Sprintf("%s left without releasing at %v: its holding lasts at most a TTL (%v): %v", holder, round(ie.gone), m.fig.ttl, round(at))
+	}
+	for _, fe := range m.faults {
+		if !slices.Contains(fe.Fault.Targets, holder) || fe.At > e || m.faultEnd(fe)+m.fig.detect() < e {
+			continue
+		}
+		from := fe.At
+		switch EffectOf(fe.Fault) {
+		case EffectPaused:
+			for _, p := range ie.paused {
+				if p.from >= fe.At && p.from <= e {
+					from = p.from
+				}
+			}
+			fallthrough
+		case EffectCutOff, EffectStalled:
+			at := from + m.fig.deadPeer
+			return at, fmt.Sprintf("%s was silenced by %s %s at %v: the backend frees a silent holder within its dead-peer bound (%v): %v", holder, fe.Fault.ID, fe.Fault.Name, round(from), m.fig.deadPeer, round(at))
+		case EffectBlind:
+			if strings.EqualFold(fe.Fault.Name, "conn-reset") {
+				at := fe.At + m.fig.ttl
+				return at, fmt.Sprintf("%s's connection was reset by %s at %v, ending its session: free within a TTL (%v): %v", holder, fe.Fault.ID, round(fe.At), m.fig.ttl, round(at))
+			}
+			at := fe.At + m.fig.detect() + m.fig.deadPeer
+			return at, fmt.Sprintf("%s's replies were lost to %s from %v: it writes on until it can know (detection latency %v), then the dead-peer bound (%v): %v", holder, fe.Fault.ID, round(fe.At), m.fig.detect(), m.fig.deadPeer, round(at))
+		}
+	}
+	at := e + m.fig.ttl
+	return at, fmt.Sprintf("%s's holding ended at %v with no fault on it: released, or lapsing within a TTL (%v): %v", holder, round(e), m.fig.ttl, round(at))
+}
+
+// guardAt returns the end of a guard that holds ep's grants back at t: after the run's start on a fresh
+// dataset, a wipe, a restore, a promotion, a moved slot, a system grants nothing for a TTL after it can
+// learn of it, which it does within the detection latency of the event.
+func (m *model) guardAt(ep string, t time.Duration) (time.Duration, string, bool) {
+	d, ttl := m.fig.detect(), m.fig.ttl
+	best, why, found := t, "", false
+	// from is when the event began (a grant needed while it lasts waits for it too), at when the
+	// backend came back from it.
+	consider := func(from, at time.Duration, what string) {
+		if end := at + d + ttl; from <= t && t < end && end > best {
+			best, why, found = end, fmt.Sprintf("%s at %v: no grant for a TTL (%v) after a system can learn of it (detection latency %v): %v", what, round(at), ttl, d, round(end)), true
+		}
+	}
+	if fs, ok := m.fleetStart(); ok {
+		consider(0, fs, "the run starts on a fresh dataset")
+	}
+	keys := m.rec.byEp[ep]
+	touched := func(slots []slotRange, node string) bool {
+		if len(keys) == 0 {
+			return true
+		}
+		for _, k := range keys {
+			if touches(slots, k.key) && wipedBy(k.node, node) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, fe := range m.faults {
+		if fe.Fault.Err != "" || EffectOf(fe.Fault) != EffectDataLoss {
+			continue
+		}
+		slots, _ := parseSlots(fe.Fault.Params[ShardSlotsParam])
+		if touched(slots, fe.Fault.WipedNode) {
+			consider(fe.At, m.faultEnd(fe), fe.Fault.ID+" "+fe.Fault.Name)
+		}
+	}
+	for _, n := range m.notes {
+		if strings.HasPrefix(n.Note, history.NotePromotion) && touched(noteSlots(n.Note), "") {
+			consider(n.At, n.At, "a promotion ("+strings.TrimPrefix(n.Note, history.NotePromotion)+")")
+		}
+	}
+	return best, why, found
+}
+
+// assignees are the instances the history shows ep assigned to, in a fleet that assigns its endpoints
+// (one that announces itself with heartbeats): the previous holder, the instance that polled it next,
+// and every instance that tried to acquire it since the holding ended. A holder that released the
+// endpoint (to rebalance, or stopping) handed it over to a member the fleet counted on: any instance
+// that was a member then, as far as the others could tell — one gone without a word is counted on
+// until its heartbeat runs out.
+func (m *model) assignees(ep, holder string, next *history.Event, e, owed time.Duration, handoff bool) []string {
+	var out []string
+	add := func(in string) {
+		if in != "" && !slices.Contains(out, in) {
+			out = append(out, in)
+		}
+	}
+	add(holder)
+	if handoff {
+		for _, in := range m.instances {
+			if ie := m.ef.inst[in]; ie != nil && ie.start <= e && m.ef.presenceEnd(in, e) > e {
+				add(in)
+			}
+		}
+	}
+	stop := owed
+	if next != nil {
+		add(next.Instance)
+		stop = min(stop, next.At)
+	}
+	for _, op := range m.opsOf(ep) {
+		if op.Op.Kind == history.OpAcquire && op.At >= e && op.At <= stop {
+			add(op.Instance)
+		}
+	}
+	return out
+}
+
+// waitFor is until when the fleet may leave ep to assignee a, which is not ready at t: until it is
+// ready again, or until the others can no longer count it a member (its heartbeat ran out), whichever
+// comes first.
+func (m *model) waitFor(a string, t time.Duration) (time.Duration, string, bool) {
+	r := m.ef.ready(a, t)
+	if r <= t {
+		return 0, "", false
+	}
+	p := m.ef.presenceEnd(a, t)
+	w := min(r, p)
+	if w <= t {
+		return 0, "", false
+	}
+	if p <= r {
+		return w, fmt.Sprintf("the endpoint was %s's, which could not act, until its heartbeat ran out at %v (its last write may have landed at %v, heartbeat TTL %v)",
+			a, round(p), round(m.ef.inst[a].lastWrite), m.fig.heartbeatTTL), true
+	}
+	return w, fmt.Sprintf("the endpoint was %s's, which could act again at %v (unimpeded for the detection latency %v)", a, round(r), m.fig.detect()), true
+}
+
+// someoneReady returns the earliest moment at or after t at which some member of the fleet has been
+// unimpeded for the detection latency, and who; history.Infinity when none ever is.
+func (m *model) someoneReady(t time.Duration) (time.Duration, string) {
+	best, who := history.Infinity, ""
+	for _, in := range m.instances {
+		if r := m.ef.ready(in, t); r < best {
+			best, who = r, in
+		}
+	}
+	return best, who
+}
