@@ -62,8 +62,16 @@ unit:
 ##          test of a tagged file is named TestMutant...
 MUTANTS_TAG  := tenure_mutants
 MUTANTS_PKGS := ./internal/mutation ./lease ./election ./systems/reference ./sim
+# A mutant whose verdict rests on a run the harness could not judge (inconclusive: its own or the
+# reference's it is set against) is neither caught nor missed: it is re-run as make unit re-runs its
+# inconclusive tests, with the tag.
+MUTANTS_INCONCLUSIVE := simrun-out/mutants-inconclusive.txt
 mutants:
-	$(GO) test -count=1 -timeout 12m -tags $(MUTANTS_TAG) -run '^TestMutant' $(MUTANTS_PKGS)
+	@mkdir -p $(dir $(abspath $(MUTANTS_INCONCLUSIVE))) && rm -f $(MUTANTS_INCONCLUSIVE) $(basename $(MUTANTS_INCONCLUSIVE))-rerun.txt
+	@echo "$(GO) test -count=1 -timeout 12m -tags $(MUTANTS_TAG) -run '^TestMutant' $(MUTANTS_PKGS)"
+	@TENURE_INCONCLUSIVE_LOG=$(abspath $(MUTANTS_INCONCLUSIVE)) \
+	  $(GO) test -count=1 -timeout 12m -tags $(MUTANTS_TAG) -run '^TestMutant' $(MUTANTS_PKGS); code=$$?; \
+	  $(GO) run ./internal/unitrerun -go "$(GO)" -tags $(MUTANTS_TAG) -first-exit $$code $(MUTANTS_INCONCLUSIVE)
 
 # An inconclusive scenario (nothing violated, but the harness itself ran too late to judge a timing
 # verdict) is run once more with the same seed; still inconclusive, simrun exits 3 and the target fails

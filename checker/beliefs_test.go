@@ -71,7 +71,7 @@ func TestSingleHolder(t *testing.T) {
 		{
 			name: "outside the assumptions and refused at the resource: caught",
 			b: newBuilder().assume(0.01, "pause").with(func(m *history.Meta) { m.Fencing = true }).
-				held("a", "e1", 0, 1, acq, 0).fault("f1", "pause", s, 4*s, false, false, "a").
+				held("a", "e1", 0, 1, acq, 0).paused("f1", "a", s, 4*s).
 				held("b", "e1", 2*s, 2, acq, 0).poll("b", "e1", 2*s+ms(10), 2*s+ms(50), 2).
 				refused("a", "e1", 4*s+ms(10), 1, 2).belief("a", "e1", 4*s+ms(20), false, 1),
 			outcome: Caught, caught: 1, msg: "expected and caught",

@@ -42,9 +42,13 @@ func checkBlindWrites(m *model, opts Options) Result {
 	case m.meta.Schema > 0 && m.meta.Schema < blindWriteSchema:
 		return Result{Invariant: InvBlindWrite, Outcome: Skipped, Message: fmt.Sprintf(
 			"an older history (schema %d) records no give-up times or probe answers: nothing to judge blind writes by", m.meta.Schema)}
-	case m.meta.Assumptions.Topology != "" && m.meta.Assumptions.Topology != "single":
-		return Result{Invariant: InvBlindWrite, Outcome: Skipped, Message: fmt.Sprintf("the backend is %s: a link is judged per node there", m.meta.Assumptions.Topology)}
+	case m.meta.Assumptions.Topology == "cluster":
+		return Result{Invariant: InvBlindWrite, Outcome: Skipped, Message: "the backend is a cluster: an instance's calls go to several nodes, and a link is judged per node there"}
 	}
+	// On a replicated backend (sentinel) every call goes to the primary; a call lost to one primary shows
+	// nothing about the next, so a write is judged only when no promotion, and no fault that may move the
+	// primary, lies between the lost call and the write.
+	single := m.meta.Assumptions.Topology == "" || m.meta.Assumptions.Topology == "single"
 	if len(m.byInst) == 0 {
 		return Result{Invariant: InvBlindWrite, Outcome: Skipped, Message: "no operation of an instance was recorded: nothing to judge"}
 	}
@@ -71,9 +75,21 @@ func checkBlindWrites(m *model, opts Options) Result {
 			}
 			return false
 		}
+		// A freeze explains a call's timeout when it held the instance until the call's give-up was
+		// due (its reply, if any, could not be read in time); one that ended sooner handed the reply
+		// over with time to spare, and the call was lost on the link.
+		heldToGiveUp := func(f *history.Event) bool {
+			g := gaveUp(f, fig)
+			for _, s := range m.ef.inst[in].frozen() {
+				if s.from <= g && s.to+SchedulingAllowance >= min(g, f.At+fig.opTimeout) {
+					return true
+				}
+			}
+			return false
+		}
 		var lostCalls []*history.Event
 		for _, f := range ops {
-			if unanswered(f) && !overlapsFrozen(f.At, gaveUp(f, fig)) {
+			if unanswered(f) && !heldToGiveUp(f) {
 				lostCalls = append(lostCalls, f)
 			}
 		}
@@ -95,7 +111,7 @@ func checkBlindWrites(m *model, opts Options) Result {
 				continue
 			}
 			first := sort.Search(len(ops), func(i int) bool { return ops[i].At >= lost.At })
-			if answeredFrom[first] <= w.At {
+			if answeredFrom[first] <= w.At || (!single && m.nodeMayChange(lost.At, w.At)) {
 				continue
 			}
 			c.add(Violation{At: w.At, Endpoint: w.Endpoint, Instances: []string{in}, Events: []int64{lost.Seq, w.Seq},
@@ -106,6 +122,22 @@ func checkBlindWrites(m *model, opts Options) Result {
 	return c.result(InvBlindWrite, opts.MaxViolations,
 		fmt.Sprintf("no write was sent blind: %d acquires, renewals and heartbeats judged against the instances' unanswered calls (call bound %v)", judged, fig.opTimeout),
 		fmt.Sprintf("%d blind writes: a write sent after an unanswered call had shown the link dead, with no reply since", len(c.list)))
+}
+
+// nodeMayChange reports whether the backend's primary may have changed in [from, to]: a promotion was
+// noted, or a fault of the backend that may move it (see EffectDataLoss) overlapped it.
+func (m *model) nodeMayChange(from, to time.Duration) bool {
+	for _, p := range m.promotionTimes() {
+		if p >= from && p <= to {
+			return true
+		}
+	}
+	for _, fe := range m.faults {
+		if EffectOf(fe.Fault) == EffectDataLoss && fe.At <= to && m.faultEnd(fe) >= from {
+			return true
+		}
+	}
+	return false
 }
 
 // frozenSpans are the stretches in which instance in could not run its calls: paused (from when the

@@ -184,6 +184,11 @@ func newEffects(idx *index) *effects {
 	ef.readFaults()
 	ef.readLifecycle()
 	ef.readCalls()
+	for in, ie := range ef.inst {
+		if ie.graceful && ie.gone != history.Infinity {
+			ie.cutOff = ef.dropped(in, ie.gone, ef.releaseBy(in, ie.gone))
+		}
+	}
 	return ef
 }
 

@@ -50,7 +50,7 @@ func checkFailover(m *model, gaps []gapJudgement, opts Options) (Result, []Failo
 			continue // in time, or late for another reason (a new holder that did not poll): liveness's
 		}
 		v := Violation{At: ob.cause.At, Endpoint: g.ep, Instances: []string{ob.holder}, Events: []int64{ob.cause.Seq},
-			From: g.from, To: g.to, Over: g.to - ob.deadline}
+			From: ob.from, To: g.to, Over: g.to - ob.deadline}
 		if g.prev != nil {
 			v.Events = append(v.Events, g.prev.Seq)
 		}

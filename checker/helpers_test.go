@@ -88,6 +88,12 @@ func (b *builder) fault(id, name string, at, end time.Duration, removes, wipes b
 		Fault: &history.Fault{ID: id, Name: name, Targets: targets, Removes: removes, Wipes: wipes}})
 }
 
+// paused adds a pause of inst over [at, end] that took hold at once: the fault and the lifecycle events
+// the harness records when it freezes and wakes the instance.
+func (b *builder) paused(id, inst string, at, end time.Duration) *builder {
+	return b.fault(id, "pause", at, end, false, false, inst).life(inst, history.LifePaused, at).life(inst, history.LifeResumed, end)
+}
+
 func (b *builder) life(inst string, change history.LifecycleChange, at time.Duration) *builder {
 	return b.add(history.Event{Kind: history.KindLifecycle, At: at, Instance: inst,
 		Lifecycle: &history.Lifecycle{Change: change}})

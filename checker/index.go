@@ -67,7 +67,9 @@ func newIndex(h history.History) *index {
 			insts[e.Instance] = true
 		}
 		idx.end = max(idx.end, e.At)
-		if e.End != history.Infinity {
+		// The run ends at its recorded duration, when the harness stopped the fleet: a call or a poll
+		// still in flight then ends later, as the teardown cuts it, and does not extend the run.
+		if e.End != history.Infinity && h.Meta.Duration == 0 {
 			idx.end = max(idx.end, e.End)
 		}
 		switch e.Kind {

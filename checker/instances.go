@@ -1,6 +1,8 @@
 package checker
 
 import (
+	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -15,19 +17,30 @@ type instEffects struct {
 	start    time.Duration // when it joined the fleet
 	gone     time.Duration // when it left for good; history.Infinity if it never did
 	graceful bool          // it left by a graceful stop
-	goneBy   *history.Event
-	paused   []span
-	stalled  []span
-	failed   []*history.Event // its calls that went unanswered
+	// cutOff is set for a graceful stop whose releases and departure could not land: its link dropped
+	// every request from before it stopped until past its release (releaseBy). The others then learn
+	// of its departure as of a crash's, and its values run out their TTL.
+	cutOff  bool
+	goneBy  *history.Event
+	paused  []span
+	stalled []span
+	failed  []*history.Event // its calls that went unanswered
 	// impeded are the stretches in which it could not complete a call: paused, stalled, and from each
 	// unanswered call of its own to the end of what explains it (the fault window on its link or the
-	// backend that covered the call, else the moment its caller gave up). Merged.
+	// backend that covered the call, else the moment its caller gave up), or to the first answer to a
+	// call it sent since, if that came sooner: an answer shows its calls completed again. Merged.
 	impeded []span
 	// present are the stretches in which the others may count it a member: from the earliest landing of
 	// each write of its own (its heartbeat, any key it writes) to a heartbeat TTL after its latest. Merged.
 	present []span
 	// lastWrite is the latest moment any write it sent may have reached the backend.
 	lastWrite time.Duration
+}
+
+// frozen returns the stretches in which the instance could not run its calls: paused (from when the
+// pause took hold) or stalled.
+func (ie *instEffects) frozen() []span {
+	return append(slices.Clone(ie.paused), ie.stalled...)
 }
 
 // readCalls finds each instance's unanswered calls and the latest landing of its writes, and derives
@@ -49,8 +62,12 @@ func (ef *effects) readCalls() {
 		var imp []span
 		imp = append(imp, ie.paused...)
 		imp = append(imp, ie.stalled...)
+		answers := answersFrom(idx.byInst[in])
 		for _, c := range ie.failed {
 			from, to := ef.explained(in, c)
+			if a := answers(c.At); a < to {
+				to = max(a, gaveUp(c, idx.fig))
+			}
 			imp = append(imp, span{from, to})
 		}
 		ie.impeded = mergeSpans(imp)
@@ -75,6 +92,26 @@ func (ef *effects) explained(in string, c *history.Event) (time.Duration, time.D
 	}
 	return from, end
 }
+
+// answersFrom returns, for one instance's ops (in call order), the earliest reply to a call sent at or
+// after a given moment (history.Infinity when none came).
+func answersFrom(ops []*history.Event) func(t time.Duration) time.Duration {
+	first := make([]time.Duration, len(ops)+1)
+	first[len(ops)] = history.Infinity
+	for i := len(ops) - 1; i >= 0; i-- {
+		first[i] = first[i+1]
+		if answered(ops[i]) {
+			first[i] = min(first[i], ops[i].End)
+		}
+	}
+	return func(t time.Duration) time.Duration {
+		return first[sort.Search(len(ops), func(i int) bool { return ops[i].At >= t })]
+	}
+}
+
+// answered reports whether op e got a reply (a refusal and an error reply are replies: the call
+// completed).
+func answered(e *history.Event) bool { return !e.Op.Unknown && e.End != history.Infinity }
 
 // gaveUp is when the caller of an unanswered call got its failure: recorded (Op.GaveUp), or its answer
 // (an error that was no reply), or else the call bound after the call.
@@ -182,7 +219,7 @@ func (ef *effects) presenceEnd(in string, t time.Duration) time.Duration {
 	switch {
 	case ie == nil:
 		return t
-	case ie.graceful && ie.gone <= t:
+	case ie.announced() && ie.gone <= t:
 		return t
 	}
 	end := t
@@ -191,11 +228,15 @@ func (ef *effects) presenceEnd(in string, t time.Duration) time.Duration {
 			end = s.to
 		}
 	}
-	if ie.graceful {
+	if ie.announced() {
 		end = min(end, ie.gone)
 	}
 	return end
 }
+
+// announced reports whether the instance left by a graceful stop whose releases and departure could
+// land: the others know at once, and its holdings are released.
+func (ie *instEffects) announced() bool { return ie.graceful && !ie.cutOff }
 
 // slowdown is what a round trip of instance in costs at most, beyond the usual, around t: the delays of
 // the faults on its link then.

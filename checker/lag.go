@@ -13,12 +13,17 @@ import (
 // verdict can fail for a reason that is not the system's. A timing finding (failover, balance, liveness)
 // is inconclusive — moved from the violations to Result.Inconclusive, never a pass — only when:
 //
-//   - the lag was measured before the finding's deadline, inside the stretch the system was expected to
-//     act in (lag after the deadline cannot have made the system miss it);
-//   - the lag can account for how far the finding went over: at most Handoffs times the worst lag
-//     measured (each hand-off of the path as late as the worst);
-//   - the system did not cause it: a window in which the system's own processes used at least a CPU of
-//     the machine's (process systems, whose CPU is measured) is charged to the system, not the machine.
+//   - the lag lay inside the stretch the system was expected to act in: its lateness began before the
+//     finding's deadline and ended after the obligation began (the end of the holding a takeover
+//     follows, the poll a cadence runs from); lag before it delayed nothing the finding depends on, and
+//     lag after the deadline cannot have made the system miss it;
+//   - the lag can account for how far the finding went over, in proportion: the time the harness was
+//     measured late inside that stretch, window by window (a window's lateness counted once, whichever
+//     signal saw it), reaches the overrun. One stall of 500 ms delays whatever waits on it by 500 ms at
+//     most, however many hand-offs wait behind it;
+//   - the system did not cause it: lateness that covered a window in which the system's own processes
+//     used at least a CPU of the machine's (process systems, whose CPU is measured) is charged to the
+//     system, not the machine.
 //
 // Safety verdicts and blind writes are never excused: an overlap is an overlap however late anyone ran,
 // and a write sent after an unanswered call is a decision, not a timing.
@@ -60,8 +65,8 @@ func judgeLag(m *model, rep *Report) {
 				keep = append(keep, v)
 			case !ok:
 				keep = append(keep, v)
-			case v.Over > Handoffs*f.Max:
-				v.Message += fmt.Sprintf(" (%s before its deadline: too little to account for %v over it)", f, v.Over.Round(time.Millisecond))
+			case v.Over > f.Covered:
+				v.Message += fmt.Sprintf(" (%s: too little to account for %v over its deadline)", f, v.Over.Round(time.Millisecond))
 				keep = append(keep, v)
 			default:
 				v.Lag = &f
@@ -95,34 +100,54 @@ func systemStarved(lag *history.Lag, s history.LagSample) bool {
 	return s.System > 0 && lag.CPUs > 0 && s.System >= lag.Window
 }
 
-// lagBefore returns the worst lag above LagThreshold within v's window up to its deadline (v.To − v.Over),
-// with a margin of one lag window before it (a value is attributed to the window in which it was
-// observed, when the lateness ended). Backend pings overlapping a fault of the backend measure the fault,
-// and are left out; so are windows the system's own processes starved, which sys then describes.
+// lagBefore returns the harness lag above LagThreshold that lay inside v's stretch (its lateness began
+// before v's deadline, v.To − v.Over, and ended after v.From, when the obligation began): the worst value
+// (Max, At, Source) and the lateness it covered inside the stretch, window by window (Covered). A window's
+// lateness, observed at its end, covered [observed−value, observed], within [At−value, At+Window]; a window
+// counts once, with its worst signal. Backend pings overlapping a fault of the backend measure the fault,
+// and are left out; so is lateness that covered a window the system's own processes starved, which sys
+// then describes.
 func lagBefore(m *model, lag *history.Lag, v Violation) (best LagFinding, sys string, ok bool) {
 	if v.To <= v.From {
 		return LagFinding{}, "", false
 	}
 	deadline := v.To - max(v.Over, 0)
-	lo, hi := v.From-lag.Window, deadline
-	var charged time.Duration
-	consider := func(s history.LagSample, val time.Duration, source string) {
-		if val <= LagThreshold || val <= best.Max || s.At-val > hi || s.At+lag.Window < lo {
-			return
+	lo, hi := v.From, deadline
+	starved := func(from, to time.Duration) (time.Duration, bool) {
+		for _, s := range lag.Samples {
+			if s.At+lag.Window > from && s.At <= to && systemStarved(lag, s) {
+				return s.System, true
+			}
 		}
-		if source == LagPing && duringBackendFault(m, s.At-val, s.At+lag.Window) {
-			return
-		}
-		if systemStarved(lag, s) {
-			charged = max(charged, s.System)
-			return
-		}
-		best = LagFinding{Max: val, At: s.At, Source: source}
+		return 0, false
 	}
+	var charged time.Duration
 	for _, s := range lag.Samples {
-		consider(s, s.Canary, LagCanary)
-		consider(s, s.Sched, LagScheduler)
-		consider(s, s.Ping, LagPing)
+		val, source := time.Duration(0), ""
+		for _, c := range []struct {
+			v   time.Duration
+			src string
+		}{{s.Canary, LagCanary}, {s.Sched, LagScheduler}, {s.Ping, LagPing}} {
+			if c.v <= LagThreshold || c.v <= val {
+				continue
+			}
+			if c.src == LagPing && duringBackendFault(m, s.At-c.v, s.At+lag.Window) {
+				continue
+			}
+			val, source = c.v, c.src
+		}
+		from, to := s.At-val, s.At+lag.Window
+		if val == 0 || from > hi || to < lo {
+			continue
+		}
+		if used, ok := starved(from, s.At); ok {
+			charged = max(charged, used)
+			continue
+		}
+		best.Covered += min(val, min(to, v.To)-max(from, lo))
+		if val > best.Max {
+			best.Max, best.At, best.Source = val, s.At, source
+		}
 	}
 	if charged > 0 && best.Max == 0 {
 		sys = fmt.Sprintf("the harness ran late there, but the system's own processes used %v of CPU in a %v window of a %d-CPU machine: that lag is the system's, and excuses nothing",

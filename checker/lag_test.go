@@ -37,19 +37,27 @@ func TestLagNeverExcusesSafety(t *testing.T) {
 }
 
 // A holder late on its cadence inside a lag spike that can account for it is inconclusive: the window
-// runs from its last poll, and the overrun is past the cadence.
+// runs from its last poll, and the overrun past the cadence is no more than the lateness measured in it.
+// A spike a third as long cannot account for it, however many hand-offs lay behind it.
 func TestLagMakesACadenceGapInconclusive(t *testing.T) {
 	s := time.Second
 	b := pair(20 * s)
 	b.events = dropPolls(b.events, "a", "e1", 6*s, 7*s)
-	// a polled at 5.015 s and next at 7.015 s: 2 s against its cadence of 1.201 s.
-	res := resultOf(t, Check(b.withLag(history.LagSample{At: 6 * s, Canary: ms(250)}).build(), DefaultOptions()), InvLiveness)
+	// a polled at 5.015 s and next at 7.015 s: 2 s against its cadence of 1.201 s, 799 ms over.
+	res := resultOf(t, Check(b.withLag(history.LagSample{At: 6 * s, Canary: ms(850)}).build(), DefaultOptions()), InvLiveness)
 	require.Equal(t, Inconclusive, res.Outcome, allText(res)+inconclusiveText(res))
 	v := res.Inconclusive[0]
 	require.Equal(t, 5*s+ms(15), v.From)
 	require.Equal(t, 7*s+ms(15), v.To)
 	require.Equal(t, 2*s-s-ms(100)-FailoverTolerance, v.Over)
-	require.Equal(t, ms(250), v.Lag.Max)
+	require.Equal(t, ms(850), v.Lag.Max)
+	require.Equal(t, ms(850), v.Lag.Covered)
+
+	b = pair(20 * s)
+	b.events = dropPolls(b.events, "a", "e1", 6*s, 7*s)
+	res = resultOf(t, Check(b.withLag(history.LagSample{At: 6 * s, Canary: ms(250)}).build(), DefaultOptions()), InvLiveness)
+	require.Equal(t, Violated, res.Outcome, allText(res))
+	require.Contains(t, allText(res), "too little to account for 799ms")
 }
 
 // One finding inside the spike, one far from it: the result stays violated and says what was left out.
@@ -58,7 +66,7 @@ func TestLagLeavesTheOtherViolations(t *testing.T) {
 	b := pair(20 * s)
 	b.events = dropPolls(b.events, "a", "e1", 6*s, 7*s)
 	b.events = dropPolls(b.events, "b", "e2", 14*s, 17*s)
-	rep := Check(b.withLag(history.LagSample{At: 6 * s, Canary: ms(250)}).build(), DefaultOptions())
+	rep := Check(b.withLag(history.LagSample{At: 6 * s, Canary: ms(850)}).build(), DefaultOptions())
 	res := resultOf(t, rep, InvLiveness)
 	require.Equal(t, Violated, res.Outcome)
 	require.Len(t, res.Violations, 1)

@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"slices"
 	"time"
 
 	"github.com/tenurelabs/tenure/history"
@@ -23,7 +24,7 @@ func (ef *effects) landing(e *history.Event) (time.Duration, bool) {
 	case e.Op.Landed > 0:
 		return e.Op.Landed, true
 	case !unanswered(e) && e.End != history.Infinity:
-		return max(e.End, e.At), true
+		return ef.answeredLanding(e), true
 	}
 	from, to := e.At, gaveUp(e, ef.idx.fig)
 	if ef.dropped(e.Instance, from, to) {
@@ -41,6 +42,32 @@ func (ef *effects) landing(e *history.Event) (time.Duration, bool) {
 		}
 	}
 	return land, true
+}
+
+// answeredLanding is the latest moment answered op e may have taken effect: by its reply, and, when its
+// reply was held because its instance froze or stalled while the call was out, by the freeze's start
+// plus what its link then delayed a request by (a frozen instance sends nothing, a stalled one blocks its
+// calls before sending them: the request had left before; only its reply waited). A frozen backend
+// applies it when it resumes.
+func (ef *effects) answeredLanding(e *history.Event) time.Duration {
+	land := max(e.End, e.At)
+	ie := ef.inst[e.Instance]
+	if ie == nil {
+		return land
+	}
+	for _, s := range append(slices.Clone(ie.paused), ie.stalled...) {
+		if s.from < e.At || s.from > e.End {
+			continue
+		}
+		at := s.from + max(ef.requestDelay(e.Instance, e.At), ef.requestDelay(e.Instance, s.from)) + SchedulingAllowance
+		for _, b := range ef.backend {
+			if b.frozen && b.from <= at && e.At < b.to {
+				at = max(at, b.to)
+			}
+		}
+		land = min(land, at)
+	}
+	return land
 }
 
 // dropped reports whether nothing instance in sent in [from, to] can have landed: its link dropped every

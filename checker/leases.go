@@ -20,6 +20,7 @@ import (
 // endpoint.
 type validWindow struct {
 	from, to time.Duration
+	first    *history.Event // the operation that set from
 	last     *history.Event // the operation that set to
 }
 
@@ -137,7 +138,7 @@ func validWindows(gs, blind []*history.Event, ttl time.Duration, drift float64) 
 		if g.Op.TTL > 0 {
 			t = min(t, g.Op.TTL)
 		}
-		return validWindow{from: g.End, to: g.At + time.Duration(float64(t)*(1-drift)), last: g}
+		return validWindow{from: g.End, to: g.At + time.Duration(float64(t)*(1-drift)), first: g, last: g}
 	}
 	type candidate struct {
 		w     validWindow

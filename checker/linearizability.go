@@ -65,6 +65,7 @@ type leaseHistory struct {
 //   - "redis: nil" is not an error: it is how a missing key or a refused SET NX reads;
 //   - OpOther and unrecognised kinds are not modelled;
 //   - each fault with Wipes adds, to every key (every copy on the wiped node, see wipedBy), a wipe that empties it at some instant of the fault
+//     (a restart from a snapshot: a snapshot and a restore of what it held, each at some instant of the fault)
 //     window (the whole rest of the run if the window has no end).
 func buildLeaseHistory(idx *index) leaseHistory {
 	lh := leaseHistory{bySeq: map[int64]*history.Event{}, promotions: promotions(idx.events), ttl: idx.meta.LeaseTTL}
@@ -141,6 +142,17 @@ func buildLeaseHistory(idx *index) leaseHistory {
 		}
 		for _, k := range byKey {
 			if !wipedBy(k.node, f.Fault.WipedNode) {
+				continue
+			}
+			if strings.EqualFold(f.Fault.Name, "redis-restart-from-snapshot") && ret != int64(math.MaxInt64) {
+				// The snapshot is taken once the fault has begun (its SAVE is under way when the fault is
+				// recorded), the restore comes back before it ends: each at some instant of the fault.
+				// A restore placed before the snapshot restores nothing, as a wipe.
+				snap := leaseInput{key: k.key, kind: opSnapshot, call: int64(f.At), ret: ret, seq: f.Seq}
+				restore := leaseInput{key: k.key, kind: opRestore, call: int64(f.At), ret: ret, seq: f.Seq}
+				k.ops = append(k.ops,
+					porcupine.Operation{ClientId: backend, Input: snap, Call: snap.call, Output: leaseOutput{}, Return: snap.ret, Metadata: f.Seq},
+					porcupine.Operation{ClientId: backend, Input: restore, Call: restore.call, Output: leaseOutput{}, Return: restore.ret, Metadata: f.Seq})
 				continue
 			}
 			in := leaseInput{key: k.key, kind: opWipe, call: int64(f.At), ret: ret, seq: f.Seq}

@@ -185,6 +185,37 @@ func TestLinearizability(t *testing.T) {
 			outcome: Pass,
 		},
 		{
+			// A restart from a snapshot brings back what the snapshot held, with its expiry: a's value
+			// (granted for 10 s at 0) is back after the restart, and its renewal afterwards is granted.
+			name: "a restore brings back what the snapshot held",
+			b: linOnly().op("a", acq, key, "a", 10*ttl, 0, ms(10), true, "").
+				fault("f1", "redis-restart-from-snapshot", time.Second, 2*time.Second, false, true).
+				op("a", ren, key, "a", 10*ttl, ms(2500), ms(2510), true, ""),
+			outcome: Pass,
+		},
+		{
+			// What was written after the snapshot is lost: b's grant, made once a's value was released,
+			// is gone, and a's restored value refuses b's renewal.
+			name: "a restore loses what came after the snapshot",
+			b: linOnly().op("a", acq, key, "a", 10*ttl, 0, ms(10), true, "").
+				op("a", rel, key, "a", 0, ms(500), ms(510), true, "").
+				fault("f1", "redis-restart-from-snapshot", ms(400), 2*time.Second, false, true).
+				op("b", acq, key, "b", 10*ttl, ms(600), ms(610), true, "").
+				op("b", ren, key, "b", 10*ttl, ms(2500), ms(2510), false, "").
+				op("a", ren, key, "a", 10*ttl, ms(2600), ms(2610), true, ""),
+			outcome: Pass,
+		},
+		{
+			// A restored value is a value like any: nobody else is granted the key while it lives.
+			name: "no second owner while a restored value lives",
+			b: linOnly().op("a", acq, key, "a", 10*ttl, 0, ms(10), true, "").
+				fault("f1", "redis-restart-from-snapshot", time.Second, 2*time.Second, false, true).
+				op("a", ren, key, "a", 10*ttl, ms(2500), ms(2510), true, "").
+				op("b", acq, key, "b", ttl, ms(3000), ms(3010), true, ""),
+			outcome: Violated,
+			at:      ms(3000),
+		},
+		{
 			name: "no wipe, no second owner",
 			b: linOnly().op("a", acq, key, "a", 10*ttl, 0, ms(10), true, "").
 				fault("f1", "partition", time.Second, 2*time.Second, false, false, "a").

@@ -12,8 +12,13 @@ import (
 	"github.com/tenurelabs/tenure/history"
 )
 
-// opWipe is the synthetic operation standing for a backend restart that lost every key.
-const opWipe history.OpKind = "wipe"
+// The synthetic operations of the backend: a restart that lost every key (a wipe), and a restart from a
+// snapshot (the snapshot taken when the fault began, the restore when it ended).
+const (
+	opWipe     history.OpKind = "wipe"
+	opSnapshot history.OpKind = "snapshot"
+	opRestore  history.OpKind = "restore"
+)
 
 // leaseInput is one operation on one lease key, as the model sees it. The operation's interval rides
 // along because whether the key had expired depends on when, inside [call, ret], the operation applied.
@@ -51,6 +56,15 @@ type leaseState struct {
 	owner        string // "" when the key is absent
 	expLo, expHi int64
 	now          int64
+	// snap is what a snapshot taken in the course of a restart-from-snapshot fault held (its key and
+	// expiry, which Redis keeps as an absolute time), until the restore brings it back.
+	snap *snapState
+}
+
+// snapState is a key as a snapshot held it.
+type snapState struct {
+	owner        string
+	expLo, expHi int64
 }
 
 // leaseModel is the porcupine model of one lease key with a TTL, applied at an instant a of each
@@ -65,7 +79,9 @@ type leaseState struct {
 //   - with owner history.AnyOwner (an unconditional PEXPIRE or DEL), renew and release act on whoever
 //     holds the key; a release marked AbsentOK also succeeds when the key is absent or expired;
 //   - read returns the owner, or "" when the key is absent or expired;
-//   - a wipe (backend restart with data loss) deletes the key;
+//   - a wipe (backend restart with data loss) deletes the key; a restart from a snapshot puts back what
+//     the key held when the snapshot was taken, with the expiry it had (Redis stores it as an absolute
+//     time: a lease whose TTL ran out meanwhile comes back expired);
 //   - an operation with an unknown outcome may have applied (at any instant after its call, or within
 //     its interval when it has a return: a write WAIT did not confirm) or not.
 //
@@ -81,7 +97,19 @@ func leaseModel() porcupine.Model {
 			s := state.(leaseState)
 			h := fnv.New64a()
 			_, _ = h.Write([]byte(s.owner))
+			if s.snap != nil {
+				_, _ = h.Write([]byte("\x00" + s.snap.owner))
+				_, _ = h.Write([]byte(fmt.Sprint(s.snap.expLo, s.snap.expHi)))
+			}
 			return h.Sum64() ^ uint64(s.expLo)*31 ^ uint64(s.expHi)*131 ^ uint64(s.now)*1009
+		},
+		Equal: func(a, b any) bool {
+			x, y := a.(leaseState), b.(leaseState)
+			if (x.snap == nil) != (y.snap == nil) || (x.snap != nil && *x.snap != *y.snap) {
+				return false
+			}
+			x.snap, y.snap = nil, nil
+			return x == y
 		},
 		DescribeOperation: describeLeaseOp,
 		DescribeState: func(state any) string {
@@ -103,8 +131,22 @@ func leaseModel() porcupine.Model {
 	return m
 }
 
-// stepLease returns every state the key can be in after in applied to s with outcome out.
+// stepLease returns every state the key can be in after in applied to s with outcome out. A snapshot
+// taken earlier is kept through every operation until a restore or a wipe.
 func stepLease(s leaseState, in leaseInput, out leaseOutput) []any {
+	next := stepKey(s, in, out)
+	if s.snap != nil && in.kind != opSnapshot && in.kind != opRestore && in.kind != opWipe {
+		for i, n := range next {
+			st := n.(leaseState)
+			st.snap = s.snap
+			next[i] = st
+		}
+	}
+	return next
+}
+
+// stepKey is stepLease for the key alone.
+func stepKey(s leaseState, in leaseInput, out leaseOutput) []any {
 	aLo, aHi := max(in.call, s.now), in.ret
 	if aLo > aHi {
 		return nil
@@ -133,6 +175,19 @@ func stepLease(s leaseState, in leaseInput, out leaseOutput) []any {
 	switch in.kind {
 	case opWipe:
 		return []any{leaseState{now: aLo}}
+	case opSnapshot:
+		t := s
+		t.now = aLo
+		t.snap = &snapState{}
+		if s.owner != "" {
+			t.snap = &snapState{owner: s.owner, expLo: s.expLo, expHi: s.expHi}
+		}
+		return []any{t}
+	case opRestore:
+		if s.snap == nil {
+			return []any{leaseState{now: aLo}}
+		}
+		return []any{leaseState{owner: s.snap.owner, expLo: s.snap.expLo, expHi: s.snap.expHi, now: aLo}}
 	case history.OpAcquire:
 		okMine := s.owner == "" || (s.owner == in.owner && !in.strict)
 		if out.unknown || out.ok {
@@ -230,6 +285,10 @@ func describeLeaseOp(input, output any) string {
 	switch in.kind {
 	case opWipe:
 		return "backend wiped"
+	case opSnapshot:
+		return "backend snapshot taken"
+	case opRestore:
+		return "backend restored from the snapshot"
 	case history.OpAcquire, history.OpRenew:
 		op = fmt.Sprintf("%s(%s, %v)", in.kind, in.owner, in.ttl)
 	case history.OpRelease:

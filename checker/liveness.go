@@ -44,7 +44,7 @@ func checkLiveness(m *model, gaps []gapJudgement, opts Options) Result {
 		if g.open {
 			what = fmt.Sprintf("%s was not polled after %v (judged until %v)", g.ep, round(g.from), round(g.to))
 		}
-		v := Violation{At: g.from, Endpoint: g.ep, From: g.from, To: g.to, Over: g.to - g.ob.deadline,
+		v := Violation{At: g.from, Endpoint: g.ep, From: g.ob.from, To: g.to, Over: g.to - g.ob.deadline,
 			Message: fmt.Sprintf("%s; owed by %v (%s: %s)", what, round(g.ob.deadline), g.ob.kind, strings.Join(g.ob.why, "; "))}
 		for _, p := range []*history.Event{g.prev, g.next} {
 			if p != nil {

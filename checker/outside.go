@@ -107,7 +107,9 @@ func (s *scope) reach(o outsideFault, insts []string) (magnitude time.Duration, 
 			}
 		}
 		if d == 0 {
-			d = end - f.At
+			// A pause that never took hold (its instance neither polled nor reached the fault's
+			// fallback moment) froze nothing, and explains nothing.
+			return 0, 0, 0, false
 		}
 		// A frozen instance acts on what it decided before the freeze as it wakes, and keeps its cadence
 		// after: what it does more than a cadence after waking is not the pause's doing.
@@ -130,15 +132,22 @@ func (s *scope) reach(o outsideFault, insts []string) (magnitude time.Duration, 
 }
 
 // explains returns the outside faults that can explain a finding in [from, to] concerning insts that
-// went excess past what the system promises: faults that hit one of insts (or the backend, or every
-// instance), whose stretch meets [from, to], and whose magnitude (summed, for pauses of one instance)
-// reaches excess less FailoverTolerance.
+// went excess past what the system promises (the part past the promise is [to−excess, to]): faults that
+// hit one of insts (or the backend, or every instance), whose stretch meets [from, to], and whose
+// magnitude (summed, for pauses of one instance) reaches excess less FailoverTolerance. A fault whose
+// magnitude is not a length (a lost write: it lets its holder believe for up to a TTL after the loss)
+// explains only a finding that lies inside its stretch: what went past the promise must have begun
+// after the loss began (a holder already stale before it was not made stale by it) and ended by the
+// stretch's end.
 func (s *scope) explains(from, to, excess time.Duration, insts ...string) []string {
 	var out []string
 	var total time.Duration
 	for _, o := range s.outside {
 		m, f, t, ok := s.reach(o, insts)
 		if !ok || f > to || t < from {
+			continue
+		}
+		if m == history.Infinity && (to-max(excess, 0) < f-FailoverTolerance || to > t+FailoverTolerance) {
 			continue
 		}
 		out = append(out, o.label())

@@ -162,12 +162,17 @@ func (m *model) binding(ep string, prev, next *history.Event, from, to time.Dura
 					h, round(prev.At), m.fig.pollInterval, m.fig.pollDuration, FailoverTolerance)}})
 		} else {
 			// A release, or a graceful stop (which releases), hands the endpoint over.
-			handoff := cause != nil && (cause.Kind == history.KindOp || (cause.Fault != nil && EffectOf(cause.Fault) == EffectStopped))
+			// A stop cut off from the backend released nothing and told nobody.
+			handoff := cause != nil && (cause.Kind == history.KindOp ||
+				(cause.Fault != nil && EffectOf(cause.Fault) == EffectStopped && m.ef.inst[h] != nil && !m.ef.inst[h].cutOff))
 			t := m.takeover(ep, end, h, next, false, handoff)
 			t.why = append([]string{fmt.Sprintf("%s's holding ended at %v (%s)", h, round(end), why)}, t.why...)
 			t.cause, t.effect, t.measured = m.attribute(h, end, cause)
 			obs = append(obs, t)
 			take = &t
+			if r, ok := m.resumed(ep, h, end, to); ok {
+				obs = append(obs, r)
+			}
 		}
 	} else {
 		t := m.takeover(ep, from, "", next, true, false)
@@ -186,7 +191,7 @@ func (m *model) binding(ep string, prev, next *history.Event, from, to time.Dura
 			if end, _, _ := m.holdingEnd(ep, in, w.from); end > due {
 				obs = append(obs, obligation{kind: "new holding", by: in, from: w.from, deadline: due,
 					why: []string{fmt.Sprintf("%s was granted %s at %v (%s sent at %v) and held on: its first poll was due within its cadence",
-						in, ep, round(w.from), w.last.Op.Kind, round(w.last.At))}})
+						in, ep, round(w.from), w.first.Op.Kind, round(w.first.At))}})
 			}
 		}
 	}
@@ -197,6 +202,31 @@ func (m *model) binding(ep string, prev, next *history.Event, from, to time.Dura
 		}
 	}
 	return best, take
+}
+
+// resumed returns the obligation of a holder whose holding of ep the history showed ended at end, but
+// which, in the gap that runs to to, had it confirmed again: an acquire or renewal it sent after end,
+// answered as granted while its confirmed lease held. Its holding goes on (whatever it believed, its
+// value is in the key by its own hand, kept from everyone else), and it owes its next poll within its
+// cadence of the confirmation, unless the holding ends again first.
+func (m *model) resumed(ep, h string, end, to time.Duration) (obligation, bool) {
+	for _, e := range m.opsOf(ep) {
+		if e.Instance != h || e.At < end || e.End >= to || !answered(e) || !e.Op.OK ||
+			(e.Op.Kind != history.OpAcquire && e.Op.Kind != history.OpRenew) {
+			continue
+		}
+		if _, _, ok := m.ls.at(h, ep, e.End); !ok {
+			continue
+		}
+		due := e.End + m.fig.cadence()
+		if again, _, _ := m.holdingEnd(ep, h, e.End); again <= due {
+			continue
+		}
+		return obligation{kind: "new holding", by: h, from: e.End, deadline: due,
+			why: []string{fmt.Sprintf("%s's holding of %s was confirmed again at %v (its %s sent at %v, after the holding ended at %v, was granted): it held on, and its next poll was due within its cadence",
+				h, ep, round(e.End), e.Op.Kind, round(e.At), round(end))}}, true
+	}
+	return obligation{}, false
 }
 
 // holdingEnd returns when the history first shows instance in's holding of ep, as of a poll (or grant)
@@ -238,7 +268,7 @@ func (m *model) holdingEnd(ep, in string, t time.Duration) (time.Duration, strin
 		switch {
 		case e.Op.Kind == history.OpRelease:
 			note(e.At, fmt.Sprintf("it sent a release at %v", round(e.At)), e)
-		case e.Op.Kind == history.OpRenew && !unanswered(e) && !e.Op.OK && e.End != history.Infinity:
+		case e.Op.Kind == history.OpRenew && !unanswered(e) && !e.Op.OK && e.End != history.Infinity && !m.quorumRenewed(e):
 			note(e.End, fmt.Sprintf("its renewal at %v was refused", round(e.At)), nil)
 		}
 	}
@@ -265,6 +295,26 @@ func (m *model) holdingEnd(ep, in string, t time.Duration) (time.Duration, strin
 		}
 	}
 	return end, why, cause
+}
+
+// quorumRenewed reports whether a refused renewal e went to one of several independent nodes (a lock
+// held by a majority of them) in a round whose renewals a majority granted: the holding goes on.
+func (m *model) quorumRenewed(e *history.Event) bool {
+	nodes := map[string]bool{}
+	for _, k := range m.rec.byEp[e.Endpoint] {
+		nodes[k.node] = true
+	}
+	if e.Op.Node == "" || len(nodes) < 2 {
+		return false
+	}
+	granted := map[string]bool{}
+	for _, r := range m.opsOf(e.Endpoint) {
+		if r.Instance == e.Instance && r.Op.Kind == history.OpRenew && r.Op.Node != e.Op.Node && answered(r) && r.Op.OK &&
+			r.At >= e.At-m.fig.opTimeout && r.At <= e.At+m.fig.opTimeout {
+			granted[r.Op.Node] = true
+		}
+	}
+	return 2*len(granted) > len(nodes)
 }
 
 func orCommand(e *history.Event) string {

@@ -147,3 +147,50 @@ func TestAHealthyHolderOwesItsCadence(t *testing.T) {
 	require.Equal(t, Violated, l.Outcome, allText(l))
 	require.Contains(t, allText(l), "cadence")
 }
+
+// The run ends at its recorded duration, when the harness stopped the fleet: a poll still in flight
+// then is stamped when the teardown cuts it, later, and does not stretch the run. Without the
+// duration, a's gap from its last poll (19.015 s) would be judged until that stamp (21 s), past its
+// cadence's deadline (20.216 s).
+func TestTheRunEndsAtItsDurationNotAtATeardownStamp(t *testing.T) {
+	s := time.Second
+	b := pair(20*s).poll("b", "e2", 19*s+ms(500), 21*s, 1).with(func(m *history.Meta) { m.Duration = 19*s + ms(600) })
+	fo, live, _ := judge(t, b)
+	require.NotEqual(t, Violated, live.Outcome, allText(live))
+	require.NotEqual(t, Violated, fo.Outcome, allText(fo))
+	b.with(func(m *history.Meta) { m.Duration = 0 })
+	_, live, _ = judge(t, b)
+	require.Equal(t, Violated, live.Outcome, "the control: judged until the stamp, the gap is late")
+}
+
+// A lock held on a majority of independent nodes (redlock) goes on when one node refuses a renewal the
+// others grant: a holds e1 on three nodes, polls every second, and at 5.01 s redis-2 refuses its
+// renewal while redis-0 and redis-1 grant it. Nothing ended; a's cadence is owed on, and b's attempt
+// on one node at 5.1 s (granted there, then released: no majority) owes nothing. The control: two of
+// the three refuse, and the holding ended: e1 was to be had when b's grant came, and a's next poll,
+// 900 ms later, is past the takeover it owed.
+func TestARefusalOnOneNodeOfAMajorityEndsNothing(t *testing.T) {
+	s := time.Second
+	nodes := []string{"redis-0", "redis-1", "redis-2"}
+	build := func(refused int) *builder {
+		b := newBuilder().life("a", history.LifeStarted, 0).life("b", history.LifeStarted, 0)
+		for _, n := range nodes {
+			b.opOn(n, "a", history.OpAcquire, "poll:lease:e1", "a:0", 3*s, 0, ms(2), true)
+		}
+		for at := s + ms(10); at < 20*s; at += s {
+			for i, n := range nodes {
+				ok := !(at == 5*s+ms(10) && i >= len(nodes)-refused)
+				b.opOn(n, "a", history.OpRenew, "poll:lease:e1", "a:0", 3*s, at, at+ms(2), ok)
+			}
+		}
+		b.polls("a", "e1", ms(5), 20*s, s, 0)
+		b.opOn("redis-2", "b", history.OpAcquire, "poll:lease:e1", "b:5100", 3*s, 5*s+ms(100), 5*s+ms(102), refused > 0).
+			opOn("redis-2", "b", history.OpRelease, "poll:lease:e1", "b:5100", 0, 5*s+ms(103), 5*s+ms(104), refused > 0)
+		return b
+	}
+	_, live, _ := judge(t, build(1))
+	require.Equal(t, Pass, live.Outcome, allText(live))
+	_, live, _ = judge(t, build(2))
+	require.Equal(t, Violated, live.Outcome, allText(live))
+	require.Contains(t, allText(live), "was refused")
+}

@@ -317,12 +317,11 @@ func (v *value) build(ef *effects, cuts []cut, renews []*history.Event, revs []r
 				death = min(death, c.to)
 			}
 		}
-		// env is the latest the value may live, from the writes sent before before and landing before
-		// stop: a renewal extends it only if it may land while the value lives.
-		env := func(before, stop time.Duration) time.Duration {
-			end := addSat(birthHi, ttlOf(a))
+		// extend is the latest the value may live, from end on, with the renewals include picks: a
+		// renewal extends it only if it may land while the value lives (before stop, too).
+		extend := func(end time.Duration, include func(r *history.Event) bool, stop time.Duration) time.Duration {
 			for _, r := range renews {
-				if r.At >= before {
+				if !include(r) {
 					continue
 				}
 				l, ok := landing(r)
@@ -336,19 +335,32 @@ func (v *value) build(ef *effects, cuts []cut, renews []*history.Event, revs []r
 			}
 			return end
 		}
-		full := env(history.Infinity, death)
+		born := addSat(birthHi, ttlOf(a))
+		all := func(*history.Event) bool { return true }
+		full := extend(born, all, death)
 		spans = append(spans, span{ef.earliest(a), min(full, death)})
 		for _, r := range revs {
+			var e time.Duration
 			switch {
 			case r.restore && a.At < r.snapshot:
-				// What the snapshot held comes back, with the expiry it had then.
-				if e := env(r.snapshot, history.Infinity); e > r.at {
-					spans = append(spans, span{r.at, e})
-				}
+				// What the snapshot held comes back, with the expiry it had then; renewals that land
+				// after the restart extend it as they would any value (one that landed between the
+				// snapshot and the restart went with the old dataset).
+				e = extend(born, func(w *history.Event) bool { return w.At < r.snapshot }, history.Infinity)
+				e = extend(e, func(w *history.Event) bool { return w.At >= r.at || ef.earliest(w) >= r.at }, history.Infinity)
 			case !r.restore && death < r.at:
-				if e := env(history.Infinity, history.Infinity); e > r.at {
-					spans = append(spans, span{r.at, e})
+				e = extend(born, all, history.Infinity)
+			default:
+				continue
+			}
+			// Once back, the value dies again as any value does: by what the history shows after.
+			for _, c := range cuts {
+				if c.kills(v.v) && c.from >= r.at {
+					e = min(e, c.to)
 				}
+			}
+			if e > r.at {
+				spans = append(spans, span{r.at, e})
 			}
 		}
 	}

@@ -89,9 +89,10 @@ type Violation struct {
 	// Outside names the faults outside the system's stated assumptions that this finding is attributed
 	// to ("f3 pause"); empty when it happened inside them.
 	Outside []string `json:"outside,omitempty"`
-	// From and To are the run time a timing violation depends on (a takeover's, from the moment its
-	// clock started to the poll that ended it; a gap between polls; an unbalanced stretch): harness
-	// lag inside it may have caused it. Both zero: not a timing violation, or one with no window.
+	// From and To are the run time a timing violation depends on (from the moment its obligation
+	// began — the end of the holding a takeover follows, the poll a cadence runs from, a grant — to the
+	// poll that ended the gap, or the end of an unbalanced stretch): harness lag inside it may have
+	// caused it. Both zero: not a timing violation, or one with no window.
 	From time.Duration `json:"from,omitempty"`
 	To   time.Duration `json:"to,omitempty"`
 	// Over is how far a timing violation exceeded its bound: the takeover or gap beyond it, the time
@@ -276,8 +277,14 @@ type LagFinding struct {
 	Max    time.Duration `json:"max"`
 	At     time.Duration `json:"at"`
 	Source string        `json:"source"`
+	// Covered is how long the harness was measured late inside the finding's stretch, window by
+	// window: the most the lag can have delayed it.
+	Covered time.Duration `json:"covered,omitempty"`
 }
 
 func (f LagFinding) String() string {
+	if f.Covered > 0 {
+		return fmt.Sprintf("harness lag %v (%s, at %v; %v late in all, in the stretch)", f.Max.Round(time.Millisecond), f.Source, f.At, f.Covered.Round(time.Millisecond))
+	}
 	return fmt.Sprintf("harness lag %v (%s, at %v)", f.Max.Round(time.Millisecond), f.Source, f.At)
 }

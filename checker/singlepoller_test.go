@@ -111,7 +111,7 @@ func TestSinglePoller(t *testing.T) {
 // attributed to is named for the reader.
 func TestSinglePollerOutsideAssumptionsStillViolated(t *testing.T) {
 	s := time.Second
-	h := newBuilder().assume(0.01, "pause").fault("f1", "pause", s, 3*s, false, false, "a").
+	h := newBuilder().assume(0.01, "pause").paused("f1", "a", s, 3*s).
 		poll("a", "e1", 0, ms(100), 1).poll("b", "e1", 2*s, 2*s+ms(100), 2).
 		poll("a", "e1", 3*s+ms(10), 3*s+ms(100), 1).build()
 	rep := Check(h, DefaultOptions())

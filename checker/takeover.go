@@ -3,6 +3,7 @@ package checker
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -96,10 +97,42 @@ func (m *model) takeover(ep string, e time.Duration, holder string, next *histor
 			owed += s
 			ob.why = append(ob.why, fmt.Sprintf("%s's round trips were slowed by %v (%s %s)", taker, s, by.Fault.ID, by.Fault.Name))
 		}
+		if s, by := m.slowClock(taker, owed); s > 0 {
+			owed += s
+			ob.why = append(ob.why, fmt.Sprintf("%s's clock ran slow (%s %s, rate %s): a wait it timed on it, up to a TTL and a detection latency, ran %v long",
+				taker, by.Fault.ID, by.Fault.Name, by.Fault.Params["rate"], s))
+		}
 	}
 	ob.deadline = owed + FailoverTolerance
 	ob.why = append(ob.why, fmt.Sprintf("owed at %v, plus the tolerance %v", round(owed), FailoverTolerance))
 	return ob
+}
+
+// slowClock is how much later than the run's clock a wait that instance in timed on its own clock, and
+// that was to end at t, may have ended: a clock-drift fault the history records on it with a rate below
+// 1 stretches the part of the wait it covered by 1/rate. The longest wait a taker times is a guard's, a
+// TTL and a detection latency.
+func (m *model) slowClock(in string, t time.Duration) (time.Duration, *history.Event) {
+	var worst time.Duration
+	var by *history.Event
+	from := t - m.fig.ttl - m.fig.detect()
+	for _, fe := range m.faults {
+		if !strings.EqualFold(fe.Fault.Name, driftFault) || !slices.Contains(fe.Fault.Targets, in) {
+			continue
+		}
+		rate, err := strconv.ParseFloat(fe.Fault.Params["rate"], 64)
+		if err != nil || rate <= 0 || rate >= 1 {
+			continue
+		}
+		covered := min(t, m.faultEnd(fe)) - max(from, fe.At)
+		if covered <= 0 {
+			continue
+		}
+		if s := time.Duration(float64(covered) * (1/rate - 1)); s > worst {
+			worst, by = s, fe
+		}
+	}
+	return worst, by
 }
 
 // blockedUntil is until when value v, which may be in ep's key after e, keeps the key from anybody:
@@ -110,8 +143,8 @@ func (m *model) takeover(ep string, e time.Duration, holder string, next *histor
 // a frozen backend resumed), holds the key for nobody past what any bound allows. Its writer, if still
 // in the fleet, knows it: once the write may have landed and the writer has been ready for the
 // detection latency, it releases it (the reference does, at its next attempt at the endpoint). A writer
-// that stopped gracefully promised to release within its poll in flight, its link's delay included. A
-// writer gone without a word leaves its values to expire.
+// that stopped gracefully promised to release within its poll in flight, its link's delay included,
+// unless its link dropped what it sent then. A writer gone without a word leaves its values to expire.
 func (m *model) blockedUntil(v *value, e, before time.Duration) (time.Duration, string) {
 	end := v.untilBefore(before)
 	ie := m.ef.inst[v.writer]
@@ -119,7 +152,7 @@ func (m *model) blockedUntil(v *value, e, before time.Duration) (time.Duration, 
 	switch {
 	case ie == nil:
 		return end, expire
-	case ie.graceful && ie.gone < history.Infinity:
+	case ie.announced() && ie.gone < history.Infinity:
 		rel := m.ef.releaseBy(v.writer, ie.gone)
 		if rel < end {
 			return rel, fmt.Sprintf("%s stopped gracefully at %v and was to release %s within its poll in flight and its link's delay: %v", v.writer, round(ie.gone), v.v, round(rel))
@@ -187,7 +220,7 @@ func (m *model) stale(v *value) (time.Duration, string, bool) {
 func (m *model) unmodelledHold(holder string, e time.Duration) (time.Duration, string) {
 	ie := m.ef.inst[holder]
 	if ie != nil && ie.gone != history.Infinity && ie.gone <= e {
-		if ie.graceful {
+		if ie.announced() {
 			at := m.ef.releaseBy(holder, ie.gone)
 			return at, fmt.Sprintf("%s stopped gracefully at %v and was to release within its poll in flight: %v", holder, round(ie.gone), round(at))
 		}
@@ -223,16 +256,18 @@ func (m *model) unmodelledHold(holder string, e time.Duration) (time.Duration, s
 	return at, fmt.Sprintf("%s's holding ended at %v with no fault on it: released, or lapsing within a TTL (%v): %v", holder, round(e), m.fig.ttl, round(at))
 }
 
-// guardAt returns the end of a guard that holds ep's grants back at t: after the run's start on a fresh
-// dataset, a wipe, a restore, a promotion, a moved slot, a system grants nothing for a TTL after it can
-// learn of it, which it does within the detection latency of the event.
+// guardAt returns the end of a guard that holds ep's grants back when the endpoint is owed at t: after
+// the run's start on a fresh dataset, a wipe, a restore, a promotion, a moved slot, a system grants
+// nothing for a TTL after it can learn of it, which it does within the detection latency of the event.
+// An event counts when it began before the deadline t gives (t and the tolerance): a taker whose grant
+// was still under way then met it.
 func (m *model) guardAt(ep string, t time.Duration) (time.Duration, string, bool) {
 	d, ttl := m.fig.detect(), m.fig.ttl
 	best, why, found := t, "", false
 	// from is when the event began (a grant needed while it lasts waits for it too), at when the
 	// backend came back from it.
 	consider := func(from, at time.Duration, what string) {
-		if end := at + d + ttl; from <= t && t < end && end > best {
+		if end := at + d + ttl; from <= t+FailoverTolerance && t < end && end > best {
 			best, why, found = end, fmt.Sprintf("%s at %v: no grant for a TTL (%v) after a system can learn of it (detection latency %v): %v", what, round(at), ttl, d, round(end)), true
 		}
 	}

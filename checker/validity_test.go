@@ -168,7 +168,7 @@ func TestStalePoll(t *testing.T) {
 		{"a refusal inside the assumptions", base().assume(0.01).refused("a", "e1", 2*s, 1, 2),
 			Violated, 1, 0, "no fault outside", Pass},
 		{"a refusal in an older history", base().refused("a", "e1", 2*s, 1, 2), Caught, 0, 1, "records no assumptions", Pass},
-		{"a refusal a declared fault explains", base().assume(0.01, "pause").fault("f1", "pause", ms(500), ms(1900), false, false, "a").
+		{"a refusal a declared fault explains", base().assume(0.01, "pause").paused("f1", "a", ms(500), ms(1900)).
 			refused("a", "e1", 2*s, 1, 2), Caught, 0, 1, "expected outside the assumptions (f1 pause)", Pass},
 		{"a refusal after a backend fault outside the assumptions", base().assume(0.01, "redis-restart").
 			fault("f1", "redis-restart", ms(500), ms(600), false, true).refused("a", "e1", 2*s, 1, 2), Caught, 0, 1, "f1 redis-restart", Pass},

@@ -38,7 +38,8 @@ type Lag struct {
 	// harness's process, and is not measured apart). Zero in older histories and for in-process systems.
 	CPUs   int           `json:"cpus,omitempty"`
 	System time.Duration `json:"system,omitempty"`
-	// Samples are the windows in which some signal reached Floor, in time order.
+	// Samples are the windows in which some signal reached Floor (or the system used a whole CPU), in
+	// time order.
 	Samples []LagSample `json:"samples,omitempty"`
 }
 
@@ -59,7 +60,8 @@ type LagSample struct {
 	Ping   time.Duration `json:"ping,omitempty"`
 	// System is the CPU time the system under test's own processes used in the window (process
 	// systems only): with Lag.CPUs, whether the system itself may have starved the harness. A window is
-	// kept when some other signal reached Lag.Floor; this field alone does not keep it.
+	// kept when some other signal reached Lag.Floor, or when this one reached the window's length (a
+	// whole CPU's worth: lateness observed later may have covered it).
 	System time.Duration `json:"system,omitempty"`
 }
 

@@ -89,9 +89,21 @@ func lagSummaryText(l *history.Lag) string {
 	stat := func(what string, s history.LagSummary) string {
 		return fmt.Sprintf("%s max %s (p99 %s)", what, fmtDur(s.Max), fmtDur(s.P99))
 	}
-	return fmt.Sprintf("%s, %s, %s, over %d windows of %s (p99 of each window's worst); %d at or above %s",
+	lagged, starved := 0, 0
+	for _, s := range l.Samples {
+		if max(s.Canary, s.Sched, s.Ping) >= l.Floor {
+			lagged++
+		} else {
+			starved++
+		}
+	}
+	out := fmt.Sprintf("%s, %s, %s, over %d windows of %s (p99 of each window's worst); %d at or above %s",
 		stat("canary timer", l.Canary), stat("goroutine scheduling", l.Sched), stat("backend ping", l.Ping),
-		l.Windows, fmtDur(l.Window), len(l.Samples), fmtDur(l.Floor))
+		l.Windows, fmtDur(l.Window), lagged, fmtDur(l.Floor))
+	if starved > 0 {
+		out += fmt.Sprintf("; %d more in which the system's own processes used a whole CPU", starved)
+	}
+	return out
 }
 
 // worstLag is the worst lag any inconclusive finding coincided with.

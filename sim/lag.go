@@ -303,7 +303,8 @@ func (m *lagMonitor) stop(end time.Duration) *history.Lag {
 	return m.result
 }
 
-// summarizeLag builds the record: every window's signals summarised, the windows at or above floor kept.
+// summarizeLag builds the record: every window's signals summarised, the windows at or above floor kept,
+// and those the system's own processes starved.
 func summarizeLag(wins []history.LagSample, window, floor time.Duration) *history.Lag {
 	out := &history.Lag{Window: window, Floor: floor, Windows: len(wins)}
 	summary := func(get func(history.LagSample) time.Duration) history.LagSummary {
@@ -323,8 +324,9 @@ func summarizeLag(wins []history.LagSample, window, floor time.Duration) *histor
 	out.Ping = summary(func(s history.LagSample) time.Duration { return s.Ping })
 	for _, w := range wins {
 		out.System += w.System
-		// The system's CPU alone keeps no window: it says whose the lag was, not that there was any.
-		if max(w.Canary, w.Sched, w.Ping) >= floor {
+		// A window in which the system's own processes used a whole CPU's worth is kept too, lag or
+		// none: lateness observed in a later window may have covered it, and it is the system's.
+		if max(w.Canary, w.Sched, w.Ping) >= floor || w.System >= window {
 			out.Samples = append(out.Samples, w)
 		}
 	}

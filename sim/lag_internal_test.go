@@ -351,6 +351,22 @@ func TestLagMonitorRecordsTheSystemsCPU(t *testing.T) {
 // The CPU time of a group's processes is what they used since the last reading: a process burning CPU
 // shows, even when it was listed before its group was added, and a group no longer counted shows
 // nothing.
+// A window the system starved (a whole CPU's worth of its own processes' time) is kept without any lag
+// of its own: the lateness it caused is observed in a later window, and the checker charges that
+// lateness to the system by the windows it covered. A busy window short of that is not kept.
+func TestSummaryKeepsTheWindowsTheSystemStarved(t *testing.T) {
+	t.Parallel()
+	ms := time.Millisecond
+	wins := []history.LagSample{
+		{At: 0, System: 40 * ms},
+		{At: 100 * ms, System: 100 * ms},
+		{At: 200 * ms, Canary: 150 * ms},
+	}
+	got := summarizeLag(wins, 100*ms, lagFloor)
+	require.Equal(t, []history.LagSample{{At: 100 * ms, System: 100 * ms}, {At: 200 * ms, Canary: 150 * ms}}, got.Samples)
+	require.Equal(t, 140*ms, got.System)
+}
+
 func TestSystemCPUReadsTheGroupsProcesses(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tenurelabs/tenure/checker"
+	"github.com/tenurelabs/tenure/internal/lagtest"
 	"github.com/tenurelabs/tenure/internal/mutation"
 	"github.com/tenurelabs/tenure/internal/redistest"
 	"github.com/tenurelabs/tenure/scenarios"
@@ -91,8 +92,11 @@ const mutantParallel = 4
 // runVerdict runs one scenario once and reports the invariants it violated (or a setup error).
 type runVerdict struct {
 	violated []string
-	err      error
-	summary  string
+	// inconclusive lists the timing invariants the run could not judge (the harness ran late): such a
+	// run is neither a pass, for the reference, nor a catch, for a mutant.
+	inconclusive []string
+	err          error
+	summary      string
 	// slack is the smallest room any measured takeover left below its bound, and slackAt says which;
 	// the test logs it for the reference, to show that running cases side by side leaves the timing
 	// bounds their margin.
@@ -157,6 +161,10 @@ func runScenario(system, scenario string, seed int64) runVerdict {
 			v.violated = append(v.violated, r.Invariant)
 			lines = append(lines, fmt.Sprintf("%s %s: %s", r.Invariant, r.Outcome, r.Message))
 		}
+		if r.Outcome == checker.Inconclusive {
+			v.inconclusive = append(v.inconclusive, r.Invariant)
+			lines = append(lines, fmt.Sprintf("%s %s: %s", r.Invariant, r.Outcome, r.Message))
+		}
 	}
 	v.summary = strings.Join(lines, "; ")
 	return v
@@ -203,7 +211,7 @@ func TestMutantsAreCaught(t *testing.T) {
 		t.Run(string(tc.Name), func(t *testing.T) {
 			t.Parallel()
 			system, refName := tc.System(), tc.Of
-			var tried []string
+			var tried, unjudged, refUnjudged []string
 			caught := false
 		seeds:
 			for _, seed := range mutantSeeds {
@@ -216,13 +224,22 @@ func TestMutantsAreCaught(t *testing.T) {
 					ref := <-refDone
 					if ref.err != nil || len(ref.violated) > 0 {
 						t.Errorf("the reference fails %s seed %d, which its mutant %s is judged on: %v %s", sc, seed, tc.Name, ref.err, ref.summary)
+					} else if len(ref.inconclusive) > 0 {
+						// The reference's run is the baseline the mutant is set against: unjudged, it
+						// proves nothing either way, and is never counted as a pass.
+						refUnjudged = append(refUnjudged, fmt.Sprintf("the reference's %s seed %d: %s", sc, seed, ref.summary))
 					} else if ref.slack >= 0 {
 						t.Logf("reference %s seed %d (%v): tightest takeover %s", sc, seed, ref.wall.Round(time.Second), ref.slackAt)
 					}
 					if v.err != nil {
 						t.Fatalf("%s in %s seed %d: %v", system, sc, seed, v.err)
 					}
-					tried = append(tried, fmt.Sprintf("%s seed %d: violated %v", sc, seed, v.violated))
+					tried = append(tried, fmt.Sprintf("%s seed %d: violated %v, inconclusive %v", sc, seed, v.violated, v.inconclusive))
+					for _, inv := range v.inconclusive {
+						if slices.Contains(tc.CaughtBy, inv) {
+							unjudged = append(unjudged, fmt.Sprintf("the mutant's %s seed %d: %s", sc, seed, v.summary))
+						}
+					}
 					for _, inv := range v.violated {
 						if slices.Contains(tc.CaughtBy, inv) && strings.Contains(v.summary, tc.Mention) {
 							caught = true
@@ -232,8 +249,17 @@ func TestMutantsAreCaught(t *testing.T) {
 					}
 				}
 			}
-			if !caught {
+			switch {
+			case !caught && len(unjudged)+len(refUnjudged) > 0:
+				// An inconclusive run is never a catch and never a miss: the test is inconclusive, and
+				// make mutants runs it once more (internal/unitrerun).
+				lagtest.Inconclusive(t, "mutant %s was not caught by %v within seeds %v, but runs it rests on could not be judged: %s",
+					tc.Name, tc.CaughtBy, mutantSeeds, strings.Join(append(refUnjudged, unjudged...), "; "))
+			case !caught:
 				t.Errorf("mutant %s was not caught by %v within seeds %v:\n  %s", tc.Name, tc.CaughtBy, mutantSeeds, strings.Join(tried, "\n  "))
+			case len(refUnjudged) > 0:
+				lagtest.Inconclusive(t, "mutant %s was caught, but the reference's runs it is set against could not be judged: %s",
+					tc.Name, strings.Join(refUnjudged, "; "))
 			}
 		})
 	}

@@ -48,8 +48,9 @@ func main() {
 	goCmd := flag.String("go", "go", "the go command")
 	first := flag.Int("first-exit", 0, "the exit status of the package run that wrote the log")
 	timeout := flag.String("timeout", "12m", "go test's -timeout for each re-run")
+	tags := flag.String("tags", "", "go test's -tags for each re-run (make mutants: the tag that adds the mutants)")
 	flag.Usage = func() {
-		fmt.Fprintln(flag.CommandLine.Output(), "usage: unitrerun [-go GO] [-first-exit N] [-timeout D] LOG")
+		fmt.Fprintln(flag.CommandLine.Output(), "usage: unitrerun [-go GO] [-first-exit N] [-timeout D] [-tags T] LOG")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -57,7 +58,7 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	r := goTest{goCmd: *goCmd, timeout: *timeout}
+	r := goTest{goCmd: *goCmd, timeout: *timeout, tags: *tags}
 	os.Exit(rerunAll(flag.Arg(0), *first, r.run, os.Stdout))
 }
 
@@ -67,10 +68,14 @@ func main() {
 type runner func(pkg, pattern, log string) (output []byte, ok bool, err error)
 
 // goTest runs go test.
-type goTest struct{ goCmd, timeout string }
+type goTest struct{ goCmd, timeout, tags string }
 
 func (g goTest) args(pkg, pattern string) []string {
-	return []string{"test", "-count=1", "-v", "-timeout", g.timeout, "-run", pattern, pkg}
+	args := []string{"test", "-count=1", "-v", "-timeout", g.timeout}
+	if g.tags != "" {
+		args = append(args, "-tags", g.tags)
+	}
+	return append(args, "-run", pattern, pkg)
 }
 
 func (g goTest) run(pkg, pattern, log string) ([]byte, bool, error) {

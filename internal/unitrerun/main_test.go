@@ -303,3 +303,25 @@ esac
 	require.Contains(t, out, "PASS ./internal/x TestLate/redis (-run '^TestLate$/^redis$') on its re-run; its first attempt was INCONCLUSIVE:\n"+
 		"    ./internal/x TestLate/redis: INCONCLUSIVE: first attempt, Redis's answer to a ping ran 300ms late\n")
 }
+
+// A test behind a build tag (make mutants' tests) is run again with its tag: without it, go test would
+// match nothing, and the re-run would prove nothing.
+func TestRerunPassesTheBuildTag(t *testing.T) {
+	t.Parallel()
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command")
+	}
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module x\n\ngo 1.21\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "x_test.go"), []byte("//go:build tagx\n\npackage x\n\nimport \"testing\"\n\nfunc TestTagged(t *testing.T) {}\n"), 0o644))
+	run := func(tags string) []byte {
+		cmd := exec.Command(goCmd, goTest{goCmd: goCmd, timeout: "2m", tags: tags}.args(".", runPattern("TestTagged"))...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=")
+		out, _ := cmd.CombinedOutput()
+		return out
+	}
+	require.True(t, passLine(run("tagx"), "TestTagged"))
+	require.False(t, passLine(run(""), "TestTagged"))
+}
