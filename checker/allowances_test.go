@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -279,6 +280,31 @@ func TestALateWriteIsItsWritersToClear(t *testing.T) {
 	f, _, _ := judge(t, late(base()).takeover("b", 12*s+ms(100)))
 	require.Equal(t, Violated, f.Outcome, "left to expire: %s", allText(f))
 	f, _, _ = judge(t, late(base()).takeover("b", 10*s+ms(350)))
+	require.NotEqual(t, Violated, f.Outcome, allText(f))
+}
+
+// The same, where the writer's value comes back in its later holding (an election writes its candidate's
+// ID, the same each term): the late write is judged by the writes before the grant that ends the gap,
+// not by the later holding's confirmed ones, and leaving it to expire is still late.
+func TestALateWriteIsItsWritersToClearEvenWhenItsValueComesBack(t *testing.T) {
+	s := time.Second
+	build := func(at time.Duration) *builder {
+		b := pair(5*s+ms(500)).fault("f1", "crash", 5*s+ms(500), 5*s+ms(500), true, false, "a").life("a", history.LifeCrashed, 5*s+ms(500)).
+			fault("f2", "slow-requests", 7*s+ms(900), 9*s, false, false, "b").withParams("delay", "1s")
+		b.lost("b", history.OpAcquire, "e1", "b", 8*s+ms(50))
+		b.events[len(b.events)-1].Op.Landed = 9*s + ms(50)
+		b.takeover("b", at)
+		for i := range b.events {
+			if e := b.events[i]; e.Op != nil && e.Endpoint == "e1" && strings.HasPrefix(e.Op.Owner, "b:") {
+				b.events[i].Op.Owner = "b"
+			}
+		}
+		return b
+	}
+	f, _, _ := judge(t, build(12*s+ms(100)))
+	require.Equal(t, Violated, f.Outcome, "left to expire: %s", allText(f))
+	require.Contains(t, allText(f), "was stale")
+	f, _, _ = judge(t, build(10*s+ms(350)))
 	require.NotEqual(t, Violated, f.Outcome, allText(f))
 }
 

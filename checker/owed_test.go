@@ -194,3 +194,23 @@ func TestARefusalOnOneNodeOfAMajorityEndsNothing(t *testing.T) {
 	require.Equal(t, Violated, live.Outcome, allText(live))
 	require.Contains(t, allText(live), "was refused")
 }
+
+// A key kept alive by another instance's unconditional renewal keeps it by the system's own doing, and
+// buys the system no time: a holds e1 until it crashes at 5.5 s (its value lives until 8.013 s by its
+// own last renewal, at 5.01 s); c, a stale former holder, sends PEXPIRE e1 3 s at 7.9 s, which finds a's
+// value and extends it to 10.9 s. The takeover is owed when a's own writes run out and its heartbeat
+// (8.022 s): b's takeover at 10.95 s, when the key let it in, is late. Without c's PEXPIRE, the key
+// frees at 8.013 s, and a takeover at 8.05 s is in time.
+func TestAnotherInstancesExtensionBuysNoTime(t *testing.T) {
+	s := time.Second
+	base := func() *builder {
+		return pair(5*s+ms(500)).life("c", history.LifeStarted, 0).beats("c", ms(30), 20*s).
+			fault("f1", "crash", 5*s+ms(500), 5*s+ms(500), true, false, "a").life("a", history.LifeCrashed, 5*s+ms(500))
+	}
+	fo, _, _ := judge(t, base().op("c", history.OpRenew, "poll:lease:e1", history.AnyOwner, 3*s, 7*s+ms(900), 7*s+ms(902), true, "").
+		takeover("b", 10*s+ms(950)))
+	require.Equal(t, Violated, fo.Outcome, allText(fo))
+	require.Contains(t, allText(fo), "unconditional renewal kept it until 10.903s, which buys the system no time")
+	fo, _, _ = judge(t, base().takeover("b", 8*s+ms(50)))
+	require.Equal(t, Pass, fo.Outcome, allText(fo))
+}

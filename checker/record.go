@@ -31,8 +31,12 @@ type value struct {
 	writer string // the instance whose write first carried it
 	acq    []*history.Event
 	renews []*history.Event // renewals carrying it, in call order
-	// alive is where the key may hold it, merged and sorted.
-	alive []span
+	// alive is where the key may hold it, merged and sorted. own is where it may, by its writer's own
+	// writes alone: an unconditional renewal another instance sent (a PEXPIRE that found the value in
+	// the key) extends alive, not own; extenders names who sent them.
+	alive     []span
+	own       []span
+	extenders []string
 	// lastLanding is the latest moment one of its writes may have landed.
 	lastLanding time.Duration
 }
@@ -61,6 +65,19 @@ func (v *value) grantedFrom(t time.Duration) (*history.Event, bool) {
 func (v *value) untilBefore(t time.Duration) time.Duration {
 	var end time.Duration
 	for _, s := range v.alive {
+		if s.from < t {
+			end = max(end, s.to)
+		}
+	}
+	return end
+}
+
+// ownUntilBefore is untilBefore by the value's writer's own writes alone: what a deadline may wait for.
+// A value another instance of the system kept alive (an unconditional renewal of whatever the key held)
+// keeps it from everyone by the system's own doing, which buys the system no time.
+func (v *value) ownUntilBefore(t time.Duration) time.Duration {
+	var end time.Duration
+	for _, s := range v.own {
 		if s.from < t {
 			end = max(end, s.to)
 		}
@@ -287,12 +304,26 @@ func buildKey(idx *index, ef *effects, kr *keyRecord, ops []*history.Event, revi
 		}
 	}
 	for _, v := range kr.values {
-		v.build(ef, cuts, append(slices.Clone(v.renews), anyRenews...), revs)
+		all := append(slices.Clone(v.renews), anyRenews...)
+		v.alive = v.spans(ef, cuts, all, revs)
+		v.own = v.alive
+		var own []*history.Event
+		for _, r := range all {
+			if r.Instance == v.writer {
+				own = append(own, r)
+			} else if !slices.Contains(v.extenders, r.Instance) {
+				v.extenders = append(v.extenders, r.Instance)
+			}
+		}
+		if len(own) < len(all) {
+			v.own = v.spans(ef, cuts, own, revs)
+		}
 	}
 }
 
-// build computes v's stretches from its incarnations: one per acquire that carried it.
-func (v *value) build(ef *effects, cuts []cut, renews []*history.Event, revs []revival) {
+// spans computes v's stretches from its incarnations (one per acquire that carried it), extended by
+// renews.
+func (v *value) spans(ef *effects, cuts []cut, renews []*history.Event, revs []revival) []span {
 	slices.SortStableFunc(renews, byCall)
 	landing := func(e *history.Event) (time.Duration, bool) {
 		l, ok := ef.landing(e)
@@ -376,7 +407,7 @@ func (v *value) build(ef *effects, cuts []cut, renews []*history.Event, revs []r
 			}
 		}
 	}
-	v.alive = mergeSpans(spans)
+	return mergeSpans(spans)
 }
 
 // noEffect reports whether an error text proves the command never reached the backend (the connection

@@ -51,7 +51,7 @@ func (m *model) takeover(ep string, e time.Duration, holder string, next *histor
 			granted = min(granted, g.End)
 			before = g.At
 		}
-		if v.untilBefore(before) <= owed {
+		if v.ownUntilBefore(before) <= owed {
 			continue
 		}
 		if at, why := m.blockedUntil(v, e, before); at > keyAt {
@@ -146,9 +146,15 @@ func (m *model) slowClock(in string, t time.Duration) (time.Duration, *history.E
 // that stopped gracefully promised to release within its poll in flight, its link's delay included,
 // unless its link dropped what it sent then. A writer gone without a word leaves its values to expire.
 func (m *model) blockedUntil(v *value, e, before time.Duration) (time.Duration, string) {
-	end := v.untilBefore(before)
+	end := v.ownUntilBefore(before)
 	ie := m.ef.inst[v.writer]
-	expire := fmt.Sprintf("the key may hold %s's value %s until %v (its last write may have landed at %v)", v.writer, v.v, round(end), round(v.lastLanding))
+	// The value's writes before the grant that ends this holding: a value an instance writes again in
+	// a later holding (an election's value is its candidate's ID) is judged by what came before it.
+	landed := m.lastLandingBefore(v, before)
+	expire := fmt.Sprintf("the key may hold %s's value %s until %v (its last write may have landed at %v)", v.writer, v.v, round(end), round(landed))
+	if all := v.untilBefore(before); all > end {
+		expire += fmt.Sprintf("; %s's unconditional renewal kept it until %v, which buys the system no time", strings.Join(v.extenders, ", "), round(all))
+	}
 	switch {
 	case ie == nil:
 		return end, expire
@@ -159,7 +165,7 @@ func (m *model) blockedUntil(v *value, e, before time.Duration) (time.Duration, 
 		}
 		return end, expire
 	}
-	late, why, stale := m.stale(v)
+	late, why, stale := m.stale(v, before)
 	if !stale {
 		return end, expire
 	}
@@ -167,7 +173,7 @@ func (m *model) blockedUntil(v *value, e, before time.Duration) (time.Duration, 
 	if r == history.Infinity {
 		return end, expire
 	}
-	clear := max(v.lastLanding, late+m.fig.detect(), r)
+	clear := max(landed, late+m.fig.detect(), r)
 	if clear < end {
 		return clear, fmt.Sprintf("%s's value %s was stale (%s): %s could clear it by %v (ready, and a detection latency %v after %v)",
 			v.writer, v.v, why, v.writer, round(clear), m.fig.detect(), round(late))
@@ -175,11 +181,31 @@ func (m *model) blockedUntil(v *value, e, before time.Duration) (time.Duration, 
 	return end, expire
 }
 
-// stale reports whether value v is one its writer must clear, and from when the writer could know: it
-// never saw v granted (from the moment it gave up on its acquires), or a write of v sent after the last
-// one its writer saw answered may have landed after its writer gave up on it (from then).
-func (m *model) stale(v *value) (time.Duration, string, bool) {
-	writes := append(slices.Clone(v.acq), v.renews...)
+// lastLandingBefore is the latest moment a write of value v sent before before may have landed.
+func (m *model) lastLandingBefore(v *value, before time.Duration) time.Duration {
+	var last time.Duration
+	for _, w := range append(slices.Clone(v.acq), v.renews...) {
+		if w.At >= before {
+			continue
+		}
+		if l, ok := m.ef.landing(w); ok {
+			last = max(last, l)
+		}
+	}
+	return last
+}
+
+// stale reports whether value v, as its writes sent before before left it, is one its writer must
+// clear, and from when the writer could know: it never saw v granted (from the moment it gave up on
+// its acquires), or a write of v sent after the last one its writer saw answered may have landed after
+// its writer gave up on it (from then).
+func (m *model) stale(v *value, before time.Duration) (time.Duration, string, bool) {
+	var writes []*history.Event
+	for _, w := range append(slices.Clone(v.acq), v.renews...) {
+		if w.At < before {
+			writes = append(writes, w)
+		}
+	}
 	slices.SortStableFunc(writes, byCall)
 	var lastOK time.Duration
 	confirmed := false

@@ -211,7 +211,8 @@
 // lease's, which lets the acquire succeed. Neither is waited for by polling. Each discovery round reads
 // the PTTL of every other instance's heartbeat in one pipelined round trip and schedules the next round
 // at the first expiry (plus 2 ms); each acquire pass reads the PTTL of the lease keys that refused it,
-// leaves each of those endpoints out of later passes until its own expiry (or an announced release),
+// leaves each of those endpoints out of later passes until its own expiry (or an announced release,
+// or a recovery of the link, which may have lost announcements),
 // and schedules the next pass at the first expiry (plus 2 ms). Both schedules run on Config.Clock. The
 // instance the new assignment prefers therefore acquires within a round trip of the later of the two
 // expiries and polls at once: with HeartbeatTTL ≤ LeaseTTL (the defaults have them equal) that is
@@ -253,10 +254,14 @@
 // pipelined batch). While unhealthy the instance sends no heartbeat, acquisition or renewal and
 // runs no discovery; the leases it still holds (a failed renewal has already ended those of its
 // batch) are polled only until their local deadlines.
-// Every RenewInterval/2 it sends PING, bounded by OpTimeout; once a PING is answered it writes its
-// heartbeat, runs one discovery round, becomes healthy, announces itself and runs one renewal pass
-// and one acquire pass (pipelined, for the endpoints its fresh view assigns it; the
-// others hand their share over by the ordinary rebalance). Releases and Stop's clean-up are still
+// Every RenewInterval/2 it sends PING, bounded by OpTimeout; once a PING is answered it subscribes to
+// the channel anew (a new connection, whose confirmation it awaits within OpTimeout: announcements
+// published while the old subscription was cut off are lost, and go-redis restores a subscription on
+// its own schedule, seconds later), forgets when the leases that refused it expire (their releases
+// may be among the lost announcements), writes its heartbeat, runs one discovery round, becomes
+// healthy, announces itself and runs one renewal pass and one acquire pass (pipelined, for the
+// endpoints its fresh view assigns it; the others hand their share over by the ordinary rebalance,
+// and their release announcements reach the new subscription). Releases and Stop's clean-up are still
 // sent while unhealthy (each bounded by OpTimeout): they only delete this instance's keys. Bound:
 // let tf be the end of the first unanswered call, at most HeartbeatInterval + OpTimeout after
 // replies stop (a heartbeat is sent at least that often). No write starts after tf, and one already

@@ -14,10 +14,11 @@ import (
 // link unhealthy: the request may have reached Redis and taken effect while the reply was lost, so
 // further writes would be blind. While the link is unhealthy the manager sends no heartbeat, acquire
 // or renewal and runs no discovery; a probe loop sends PING (no side effect) every RenewInterval/2,
-// each bounded by OpTimeout. Only a probe that gets its reply starts recovery: heartbeat, then a
-// discovery round (fresh fleet and targets), then the link is healthy again and one renewal pass and
-// one acquire pass are kicked. Releases and Stop's clean-up are still sent while unhealthy: they only
-// delete this instance's own keys, so one that arrives helps the others take over.
+// each bounded by OpTimeout. Only a probe that gets its reply starts recovery: a new subscription to
+// the channel (subscription.go), heartbeat, then a discovery round (fresh fleet and targets), then the
+// link is healthy again and one renewal pass and one acquire pass are kicked. Releases and Stop's
+// clean-up are still sent while unhealthy: they only delete this instance's own keys, so one that
+// arrives helps the others take over.
 //
 // On Redis Cluster (a ClusterClient with the cluster key layout) the link is judged per primary
 // instead: every key of an endpoint is in one slot, so a call left without a reply is blind only about
@@ -27,11 +28,12 @@ import (
 // its own, fail closed), while the endpoints of the other shards are renewed, acquired and polled as
 // before. The probe loop PINGs each down primary, bounded by OpTimeout; it is up again when it
 // answers, or when the client finds its slots served by another node (a promoted replica): the
-// instance then writes its heartbeat (held back while its own primary was down), announces itself
-// (the others read its heartbeat at once instead of at their next scan) and kicks a discovery round,
-// a renewal pass and an acquire pass. No write goes to a primary marked down, the heartbeat included:
-// under a one-way partition (requests land, replies are lost) the instance's heartbeat then expires
-// and the others take its endpoints over, as with one primary. The calls that name no
+// instance then subscribes to the channel anew (subscription.go), writes its heartbeat (held back
+// while its own primary was down), announces itself (the others read its heartbeat at once instead of
+// at their next scan) and kicks a discovery round, a renewal pass and an acquire pass. No write goes
+// to a primary marked down, the heartbeat included: under a one-way partition (requests land, replies
+// are lost) the instance's heartbeat then expires and the others take its endpoints over, as with one
+// primary. The calls that name no
 // endpoint — heartbeat, discovery, publish, the PTTL and guard reads that time a takeover — are not
 // judged at all there: they go to whichever shard holds their key, a failure of one only delays
 // balance or a takeover until its next round, and fencing the whole instance off for it would stop
@@ -196,8 +198,10 @@ func (m *Manager) probeNodes() {
 		m.metrics.setLinkHealthy(true)
 	}
 	m.log.Info("lease: redis node reachable again", "instance", m.id, "nodes", up)
-	// As after an unhealthy link: the heartbeat first (it may have been held back, and have expired),
-	// then an announcement, so that the others read it now rather than at their next scan.
+	// As after an unhealthy link: a new subscription first (subscription.go; the channel's node may be
+	// the one that was down), then the heartbeat (it may have been held back, and have expired), then
+	// an announcement, so that the others read it now rather than at their next scan.
+	m.resubscribe("node recovery")
 	if !m.nodeDownFor(m.keys.node(m.id)) {
 		m.hbMu.Lock()
 		m.mu.Lock()
@@ -238,9 +242,11 @@ func (m *Manager) probeNode(addr, key string) bool {
 	return err == nil && cl.Options().Addr != addr
 }
 
-// probe does nothing while the link is healthy. While it is unhealthy it sends PING and, once a reply
-// arrives, restores normal work in order: heartbeat, discovery, then renewals and acquisitions.
+// probe does nothing while the link is healthy (beyond a replacement of the subscription still owed:
+// retrySub). While it is unhealthy it sends PING and, once a reply arrives, restores normal work in
+// order: a new subscription, heartbeat, discovery, then renewals and acquisitions.
 func (m *Manager) probe() {
+	m.retrySub()
 	if m.cc != nil {
 		m.probeNodes()
 		return
@@ -259,6 +265,10 @@ func (m *Manager) probe() {
 		m.log.Debug("lease: redis link probe failed", "instance", m.id, "err", err)
 		return
 	}
+	// A new subscription, confirmed before the heartbeat and the join make the others hand endpoints
+	// over, so that their release announcements reach this instance (subscription.go). A failure does
+	// not hold the recovery back (retrySub tries again).
+	m.resubscribe("link recovery")
 	m.hbMu.Lock()
 	m.mu.Lock()
 	running := m.state == stateRunning

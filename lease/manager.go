@@ -72,6 +72,14 @@ type Manager struct {
 	crashed      bool            // Start's context ended while running: Stop still cleans up
 	cleaned      bool            // Stop's clean-up has run
 	unhealthy    bool            // a call got no reply; no writes until a probe is answered (link.go)
+	// Every recovery of the link replaces pubsub (subscription.go) and kicks subKick, so that listen
+	// moves to the new one. subAt is when the current one was confirmed; subStale is set while a
+	// replacement is owed (the last one failed); subClosed once the manager's end has closed it (no
+	// new one after that).
+	subAt     time.Time
+	subStale  bool
+	subClosed bool
+	subKick   chan struct{}
 	// cc is the client when it is a ClusterClient and the layout is the cluster one: link health is
 	// then judged per primary (link.go), and downNodes holds the primaries that left a call without a
 	// reply (address -> a key one of those calls named), to which no acquire or renewal is sent until
@@ -170,6 +178,7 @@ func New(client redis.UniversalClient, cfg Config) (*Manager, error) {
 		prepareKick:  make(chan struct{}, 1),
 		renewKick:    make(chan struct{}, 1),
 		relKick:      make(chan struct{}, 1),
+		subKick:      make(chan struct{}, 1),
 		epochTTL:     cfg.fenceTTL(),
 	}
 	if cc, ok := client.(*redis.ClusterClient); ok && m.keys.cluster {
@@ -239,9 +248,7 @@ func (m *Manager) Start(ctx context.Context) error {
 		}
 		m.mu.Unlock()
 		m.runCancel(ErrCrashed)
-		if m.pubsub != nil {
-			_ = m.pubsub.Close()
-		}
+		m.closeSub()
 		return err
 	}
 	m.state = stateRunning
@@ -303,13 +310,9 @@ func (m *Manager) connectOnce() error {
 	if err != nil {
 		return err
 	}
-	ps := m.client.Subscribe(m.runCtx, m.keys.channel())
-	octx, cancel = m.opCtx()
-	_, err = ps.Receive(octx) // the subscription confirmation
-	cancel()
+	ps, err := m.subscribe()
 	if err != nil {
-		_ = ps.Close()
-		return fmt.Errorf("subscribe %s: %w", m.keys.channel(), err)
+		return err
 	}
 	octx, cancel = m.opCtx()
 	err = m.heartbeat(octx)
@@ -323,7 +326,9 @@ func (m *Manager) connectOnce() error {
 		_ = ps.Close()
 		return err
 	}
-	m.pubsub = ps
+	m.mu.Lock()
+	m.pubsub, m.subAt = ps, m.clock.Now()
+	m.mu.Unlock()
 	m.discover()
 	m.publish("join " + m.id)
 	return nil

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -548,39 +547,5 @@ func (m *Manager) publish(msg string) {
 	if err := m.client.Publish(octx, m.keys.channel(), msg).Err(); err != nil && m.runCtx.Err() == nil {
 		m.log.Warn("lease: publish failed", "instance", m.id, "err", err)
 		m.noteErr("publish", err)
-	}
-}
-
-// listen reacts to fleet notifications: "release <instance> <endpoint>" triggers an acquire pass (the
-// endpoint may be ours now); "join <instance>" and "stop <instance>" trigger a discovery round, coalesced
-// when they come in bursts (discovery.go).
-func (m *Manager) listen() {
-	defer m.loops.Done()
-	ch := m.pubsub.Channel()
-	for {
-		select {
-		case <-m.runCtx.Done():
-			return
-		case msg, ok := <-ch:
-			if !ok {
-				return
-			}
-			f := strings.SplitN(msg.Payload, " ", 3)
-			if len(f) < 2 || f[1] == m.id {
-				continue
-			}
-			switch f[0] {
-			case "release":
-				if len(f) == 3 {
-					m.mu.Lock()
-					m.notified[f[2]] = m.clock.Now()
-					delete(m.refusedUntil, f[2]) // released: worth trying at once
-					m.mu.Unlock()
-					m.kick(m.acquireKick)
-				}
-			case "join", "stop":
-				m.announced(f[1], f[0] == "stop") // joins coalesced (discovery.go)
-			}
-		}
 	}
 }

@@ -162,9 +162,7 @@ func (m *Manager) finish(ctx context.Context, rel *stopReleases, left *leaving) 
 // endLoops ends the background loops and waits for them.
 func (m *Manager) endLoops() {
 	m.runCancel(ErrReleased)
-	if m.pubsub != nil {
-		_ = m.pubsub.Close()
-	}
+	m.closeSub()
 	m.loops.Wait()
 }
 
@@ -324,9 +322,7 @@ func (m *Manager) crash() {
 	m.dropLocked()
 	m.mu.Unlock()
 	m.runCancel(ErrCrashed)
-	if m.pubsub != nil {
-		_ = m.pubsub.Close()
-	}
+	m.closeSub()
 	// Not a crash yet: a Stop that follows (signal.NotifyContext, then Stop) releases what was held.
 	m.log.Info("lease: start context ended: stopped polling; Stop releases the leases, without Stop they expire", "instance", m.id)
 }

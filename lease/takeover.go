@@ -39,9 +39,14 @@ func (m *Manager) scheduleTakeover(eps []string) {
 	// pass that the first expiry (or a release of any endpoint) starts would send an acquire and a PTTL
 	// for every endpoint still held by others, which during a rolling start is most of a fleet's
 	// traffic. A renewal since the read makes the retry come early: it is refused and read again. A
-	// release announced since the read was sent may postdate the PTTL: that endpoint is left in.
+	// release announced since the read was sent may postdate the PTTL: that endpoint is left in. So is
+	// every endpoint when the read was sent before the current subscription was confirmed: a release
+	// between the two was announced to nobody here (subscription.go).
 	m.mu.Lock()
 	for i, c := range cmds {
+		if sent.Before(m.subAt) {
+			break
+		}
 		if at, ok := m.notified[eps[i]]; ok && !at.Before(sent) {
 			continue
 		}
