@@ -136,19 +136,25 @@ func (m *model) checkStopReleases(c *collector) int {
 				continue
 			}
 			judged++
-			released := false
+			var rel *history.Event
 			for _, e := range m.opsOf(ep) {
-				if e.Instance == in && e.Op.Kind == history.OpRelease && e.At <= promise && e.At >= s-m.fig.cadence() {
-					released = true
+				if e.Instance == in && e.Op.Kind == history.OpRelease && e.At >= s-m.fig.cadence() {
+					rel = e
 					break
 				}
 			}
-			if released || (!m.rec.modelled(ep) && !m.ls.any) {
+			if (rel != nil && rel.At <= promise) || (!m.rec.modelled(ep) && !m.ls.any) {
 				continue // released; or a backend whose calls are not modelled, where no release shows
 			}
-			v := Violation{At: s, Endpoint: ep, Instances: []string{in}, From: s, To: promise,
+			// A release sent late is a timing (harness lag may account for it, in proportion); one never
+			// sent is a decision, which no lag excuses: that finding carries no window.
+			v := Violation{At: s, Endpoint: ep, Instances: []string{in},
 				Message: fmt.Sprintf("%s stopped gracefully at %v holding %s, and sent no release of it within its poll in flight and its link's delay (by %v): the next owner must wait for its lease to run out",
 					in, round(s), ep, round(promise))}
+			if rel != nil {
+				v.From, v.To, v.Over = s, rel.At, rel.At-promise
+				v.Message += fmt.Sprintf(" (it sent one at %v)", round(rel.At))
+			}
 			if ie.goneBy != nil {
 				v.Events = []int64{ie.goneBy.Seq}
 			}

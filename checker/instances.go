@@ -49,7 +49,7 @@ func (ef *effects) readCalls() {
 	idx := ef.idx
 	for in, ie := range ef.inst {
 		for _, e := range idx.byInst[in] {
-			if unanswered(e) {
+			if unanswered(e) && ef.showsImpediment(in, e) {
 				ie.failed = append(ie.failed, e)
 			}
 			if writes(e) {
@@ -73,6 +73,34 @@ func (ef *effects) readCalls() {
 		ie.impeded = mergeSpans(imp)
 		ie.present = mergeSpans(ie.present)
 	}
+}
+
+// showsImpediment reports whether unanswered call c of instance in shows that the instance could not
+// complete a call: its caller waited for it the call bound (less the scheduling allowance), or a fault
+// on its link, on the backend, or a freeze of the instance lay over it. A call its own caller gave up on
+// sooner, with nothing in the way, shows only that the system cut it short: the system cannot make
+// its own excuse.
+func (ef *effects) showsImpediment(in string, c *history.Event) bool {
+	g := gaveUp(c, ef.idx.fig)
+	if g-c.At >= ef.idx.fig.opTimeout-SchedulingAllowance {
+		return true
+	}
+	for _, w := range ef.links[in] {
+		if w.from <= g && c.At <= w.to {
+			return true
+		}
+	}
+	for _, b := range ef.backend {
+		if b.from <= g && c.At <= b.to {
+			return true
+		}
+	}
+	for _, s := range ef.inst[in].frozen() {
+		if s.from <= g && c.At <= s.to {
+			return true
+		}
+	}
+	return false
 }
 
 // explained is the stretch in which an unanswered call c of instance in shows it could not complete a

@@ -42,6 +42,26 @@ func newLeases(idx *index) *leases {
 	ls := &leases{windows: map[leaseKey][]validWindow{}, tried: map[leaseKey]bool{}}
 	grants := map[leaseKey][]*history.Event{}
 	blind := map[leaseKey][]*history.Event{} // confirmed unconditional renewals (PEXPIRE), by who sent them
+	releases := map[leaseKey][]release{}
+	nodes := map[string]map[string]bool{} // endpoint -> the independent nodes its keys live on
+	for _, e := range idx.ops {
+		if e.Endpoint != "" && e.Op.Node != "" {
+			if nodes[e.Endpoint] == nil {
+				nodes[e.Endpoint] = map[string]bool{}
+			}
+			nodes[e.Endpoint][e.Op.Node] = true
+		}
+		if e.Op.Kind == history.OpRelease && e.Endpoint != "" {
+			k := leaseKey{e.Instance, e.Endpoint}
+			// Done when answered; one unanswered may take effect until its caller gave up, or when
+			// the harness saw it land.
+			done := e.End
+			if unanswered(e) || e.End == history.Infinity {
+				done = max(gaveUp(e, idx.fig), e.Op.Landed)
+			}
+			releases[k] = append(releases[k], release{e, done})
+		}
+	}
 	for _, e := range idx.ops {
 		if e.Op.Kind != history.OpAcquire && e.Op.Kind != history.OpRenew {
 			continue
@@ -62,11 +82,45 @@ func newLeases(idx *index) *leases {
 		}
 	}
 	for k := range ls.tried {
-		if ws := validWindows(grants[k], blind[k], idx.meta.LeaseTTL, idx.meta.Assumptions.DriftBound); len(ws) > 0 {
+		gs := grants[k]
+		if n := len(nodes[k.ep]); n > 1 {
+			gs = majority(gs, n, idx.fig.opTimeout)
+		}
+		if ws := validWindows(gs, blind[k], releases[k], idx.meta.LeaseTTL, idx.meta.Assumptions.DriftBound); len(ws) > 0 {
 			ls.windows[k] = ws
 		}
 	}
 	return ls
+}
+
+// release is a release an instance sent, and the latest moment it may have taken effect.
+type release struct {
+	e    *history.Event
+	done time.Duration
+}
+
+// majority keeps, of one instance's grants of an endpoint whose keys live on n independent nodes (a
+// lock held on a majority of them, as redlock holds it), those of a round a majority of the nodes
+// granted: the grants of distinct nodes sent within a call bound of one another. A grant by a minority
+// confirms nothing.
+func majority(gs []*history.Event, n int, bound time.Duration) []*history.Event {
+	var out []*history.Event
+	for _, g := range gs {
+		if g.Op.Node == "" {
+			out = append(out, g)
+			continue
+		}
+		granted := map[string]bool{}
+		for _, o := range gs {
+			if o.Op.Node != "" && o.At >= g.At-bound && o.At <= g.At+bound {
+				granted[o.Op.Node] = true
+			}
+		}
+		if 2*len(granted) > n {
+			out = append(out, g)
+		}
+	}
+	return out
 }
 
 // at returns the window of inst's confirmed lease on ep that contains t, if any, and the index in its
@@ -131,14 +185,25 @@ func cutSlack(p *history.Event, ttl time.Duration, drift float64) time.Duration 
 // validWindows turns confirmed grants into joined windows, sorted by start. An unconditional renewal
 // (PEXPIRE) extends whoever holds the key: it extends the sender's own lease only when its reply came
 // while that lease, by the sender's earlier confirmed grants, still held (the key then still named the
-// sender when the renewal was applied).
-func validWindows(gs, blind []*history.Event, ttl time.Duration, drift float64) []validWindow {
+// sender when the renewal was applied). A release of the value the holder sent ends what it knew: a
+// grant's window ends at the first release of its value (or of whatever the key held) sent that had
+// not completed when the grant was sent (one sent before the grant's reply, or racing it, leaves the
+// grant nothing: the release may have come after it). A release of an older value of its own leaves a
+// new one alone.
+func validWindows(gs, blind []*history.Event, rels []release, ttl time.Duration, drift float64) []validWindow {
 	window := func(g *history.Event) validWindow {
 		t := ttl
 		if g.Op.TTL > 0 {
 			t = min(t, g.Op.TTL)
 		}
-		return validWindow{from: g.End, to: g.At + time.Duration(float64(t)*(1-drift)), first: g, last: g}
+		w := validWindow{from: g.End, to: g.At + time.Duration(float64(t)*(1-drift)), first: g, last: g}
+		for _, r := range rels {
+			same := r.e.Op.Owner == g.Op.Owner || r.e.Op.Owner == history.AnyOwner || g.Op.Owner == history.AnyOwner
+			if same && r.done >= g.At && r.e.At < w.to {
+				w.to = r.e.At
+			}
+		}
+		return w
 	}
 	type candidate struct {
 		w     validWindow

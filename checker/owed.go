@@ -180,6 +180,21 @@ func (m *model) binding(ep string, prev, next *history.Event, from, to time.Dura
 		t.why = append([]string{fmt.Sprintf("%s became an active poll target at %v", ep, round(from))}, t.why...)
 		obs = append(obs, t)
 		take = &t
+		// An instance that held the endpoint across its activation (a session paused or removed,
+		// then back, while its lease was kept) holds it now: it learns of the activation within the
+		// detection latency and owes its poll within its cadence, unless its holding ends first.
+		for _, in := range m.instances {
+			w, _, ok := m.ls.at(in, ep, from)
+			if !ok || w.from > from {
+				continue
+			}
+			due := from + m.fig.detect() + m.fig.cadence()
+			if end, _, _ := m.holdingEnd(ep, in, from); end > due {
+				obs = append(obs, obligation{kind: "new holding", by: in, from: from, deadline: due,
+					why: []string{fmt.Sprintf("%s held %s when it became an active poll target at %v (its confirmed lease from %v): it owed its first poll within the detection latency %v and its cadence",
+						in, ep, round(from), round(w.from), m.fig.detect())}})
+			}
+		}
 	}
 	// A holding granted in the gap owes its first poll within its cadence, unless it ended first.
 	for _, in := range m.instances {
@@ -206,20 +221,24 @@ func (m *model) binding(ep string, prev, next *history.Event, from, to time.Dura
 
 // resumed returns the obligation of a holder whose holding of ep the history showed ended at end, but
 // which, in the gap that runs to to, had it confirmed again: an acquire or renewal it sent after end,
-// answered as granted while its confirmed lease held. Its holding goes on (whatever it believed, its
-// value is in the key by its own hand, kept from everyone else), and it owes its next poll within its
-// cadence of the confirmation, unless the holding ends again first.
+// answered as granted while its confirmed lease held (or an unconditional renewal of the key while a
+// value of its own may have been in it, by its own writes). Its holding goes on (whatever it believed,
+// its value is in the key by its own hand, kept from everyone else), and it owes its next poll within
+// its cadence of the confirmation, unless the holding ends again first by something other than its
+// belief.
 func (m *model) resumed(ep, h string, end, to time.Duration) (obligation, bool) {
 	for _, e := range m.opsOf(ep) {
 		if e.Instance != h || e.At < end || e.End >= to || !answered(e) || !e.Op.OK ||
 			(e.Op.Kind != history.OpAcquire && e.Op.Kind != history.OpRenew) {
 			continue
 		}
-		if _, _, ok := m.ls.at(h, ep, e.End); !ok {
+		if _, _, ok := m.ls.at(h, ep, e.End); !ok && !(e.Op.Owner == history.AnyOwner && m.ownValueAlive(ep, h, e.At)) {
 			continue
 		}
+		// Only what ends a holding whatever the holder believes: a belief that lapses while its own
+		// renewals go on being granted ends nothing.
 		due := e.End + m.fig.cadence()
-		if again, _, _ := m.holdingEnd(ep, h, e.End); again <= due {
+		if again, _, _ := m.holdingEndOf(ep, h, e.End, false); again <= due {
 			continue
 		}
 		return obligation{kind: "new holding", by: h, from: e.End, deadline: due,
@@ -229,11 +248,32 @@ func (m *model) resumed(ep, h string, end, to time.Duration) (obligation, bool) 
 	return obligation{}, false
 }
 
+// ownValueAlive reports whether a value instance in wrote may have been in ep's key at t, by its own
+// writes.
+func (m *model) ownValueAlive(ep, in string, t time.Duration) bool {
+	for _, v := range m.rec.valuesOf(ep) {
+		if v.writer != in {
+			continue
+		}
+		for _, s := range v.own {
+			if s.contains(t) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // holdingEnd returns when the history first shows instance in's holding of ep, as of a poll (or grant)
 // at t, ended, why, and the fault that caused it if one did: its departure, a pause that took hold, a
 // call of its own that went unanswered (it may fail closed), a release it sent, a renewal refused, the
 // end of its belief, the end of its confirmed lease. history.Infinity when nothing did.
 func (m *model) holdingEnd(ep, in string, t time.Duration) (time.Duration, string, *history.Event) {
+	return m.holdingEndOf(ep, in, t, true)
+}
+
+// holdingEndOf is holdingEnd, counting the end of the holder's belief only when beliefs is set.
+func (m *model) holdingEndOf(ep, in string, t time.Duration, beliefs bool) (time.Duration, string, *history.Event) {
 	ie := m.ef.inst[in]
 	end, why := history.Infinity, ""
 	var cause *history.Event
@@ -273,7 +313,7 @@ func (m *model) holdingEnd(ep, in string, t time.Duration) (time.Duration, strin
 		}
 	}
 	for _, b := range m.believed(ep) {
-		if b.inst == in && b.from <= t && t <= b.to && b.to < m.end {
+		if beliefs && b.inst == in && b.from <= t && t <= b.to && b.to < m.end {
 			note(b.to, "its belief ended: "+b.ended, m.faultOn(in, b.to))
 		}
 	}

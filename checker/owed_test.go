@@ -214,3 +214,22 @@ func TestAnotherInstancesExtensionBuysNoTime(t *testing.T) {
 	fo, _, _ = judge(t, base().takeover("b", 8*s+ms(50)))
 	require.Equal(t, Pass, fo.Outcome, allText(fo))
 }
+
+// A release ends what its sender knew of its lease, but only until it may have taken effect: an
+// unanswered release (given up at 6.3 s) leaves alone a grant of the same value sent after that (an
+// election's value is its candidate's ID, the same each term). a's poll at 10.05 s, after its
+// re-acquire at 10 s, is valid; one at 6.5 s, after the release, is not.
+func TestAReleaseEndsTheLeaseUntilItMayHaveTakenEffect(t *testing.T) {
+	s := time.Second
+	b := newBuilder().life("a", history.LifeStarted, 0).
+		op("a", history.OpAcquire, "poll:lease:e1", "a", 3*s, 5*s, 5*s+ms(2), true, "").
+		poll("a", "e1", 5*s+ms(5), 5*s+ms(100), 1).
+		lost("a", history.OpRelease, "e1", "a", 6*s).
+		poll("a", "e1", 6*s+ms(500), 6*s+ms(600), 1).
+		op("a", history.OpAcquire, "poll:lease:e1", "a", 3*s, 10*s, 10*s+ms(2), true, "").
+		poll("a", "e1", 10*s+ms(50), 10*s+ms(150), 1)
+	r := resultOf(t, Check(b.build(), DefaultOptions()), InvValidity)
+	require.Equal(t, Violated, r.Outcome, allText(r))
+	require.Len(t, r.Violations, 1, allText(r))
+	require.Equal(t, 6*s+ms(500), r.Violations[0].At)
+}

@@ -276,6 +276,15 @@ func buildKey(idx *index, ef *effects, kr *keyRecord, ops []*history.Event, revi
 			}
 		case history.OpRelease:
 			if !answered {
+				if op.Landed > 0 {
+					// Seen landing on the wire (held, its reply lost): it took effect then, and the key
+					// was without the value (or, for a DEL, without anything) after it.
+					c := cut{from: op.Landed, to: op.Landed, only: op.Owner}
+					if op.Owner == history.AnyOwner {
+						c = cut{from: op.Landed, to: op.Landed, all: true}
+					}
+					cuts = append(cuts, c)
+				}
 				continue
 			}
 			switch {

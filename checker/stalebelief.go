@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 )
 
 // checkStaleBelief judges each belief against the lease record: an instance that believes it holds an
@@ -42,8 +43,13 @@ func checkStaleBelief(m *model, opts Options) Result {
 			// The stretches of the belief in which no value of its holder may be in the key.
 			for _, gap := range uncovered(span{b.from, b.to}, mine) {
 				// A holder whose calls could not complete (paused, stalled, cut off: the history shows
-				// its calls unanswered) finds out only once they can: its bound runs from then.
+				// its calls unanswered) finds out only once they can: its bound runs from then. One that
+				// ran meanwhile (not frozen) has its clock: its belief ends by its own lease's end, its
+				// last confirmed grant's request + TTL·(1 − drift bound), whatever it cannot hear.
 				from := m.ef.readyWithin(b.inst, gap.from, bound)
+				if from > gap.from && !m.frozenWithin(b.inst, gap.from, from) {
+					from = min(from, max(gap.from, m.leaseEndBefore(b.inst, ep, gap.from)))
+				}
 				over := gap.to - from - bound
 				if over <= 0 {
 					continue
@@ -96,4 +102,31 @@ func uncovered(s span, cover []span) []span {
 		out = append(out, span{at, s.to})
 	}
 	return out
+}
+
+// frozenWithin reports whether instance in was paused at some moment of [from, to]: frozen, it could
+// neither hear nor keep time.
+func (m *model) frozenWithin(in string, from, to time.Duration) bool {
+	ie := m.ef.inst[in]
+	if ie == nil {
+		return false
+	}
+	for _, p := range ie.paused {
+		if p.from <= to && from <= p.to {
+			return true
+		}
+	}
+	return false
+}
+
+// leaseEndBefore is the end of instance in's last confirmed lease of ep that began at or before t (0
+// if none did).
+func (m *model) leaseEndBefore(in, ep string, t time.Duration) time.Duration {
+	var end time.Duration
+	for _, w := range m.ls.windows[leaseKey{in, ep}] {
+		if w.from <= t {
+			end = max(end, w.to)
+		}
+	}
+	return end
 }
