@@ -22,6 +22,11 @@ func (RedisRestart) Name() string { return "redis-restart" }
 func (RedisRestart) Apply(ctx context.Context, env Env) (func(context.Context) error, Applied, error) {
 	a := Applied{Wipes: true, Params: map[string]string{"data": "lost"}}
 	_, _, err := onPrimary(ctx, env, "", func(d Backend, p deploy.Serving) (func(context.Context) error, error) {
+		if p.Slots != "" {
+			// On a cluster only the killed primary's slots lose their data: the checker scopes the
+			// wipe to the keys that hash there (parameter "slots", as the shard faults name theirs).
+			a.Params["slots"] = p.Slots
+		}
 		return nil, d.Kill(ctx, p.Node)
 	})
 	if err != nil {

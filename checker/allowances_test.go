@@ -363,3 +363,38 @@ func TestTheLastPollsOfARunAreNotRequired(t *testing.T) {
 	_, l, _ = judge(t, b)
 	require.Equal(t, Violated, l.Outcome, allText(l))
 }
+
+// A wipe takes out only the keys it reached, and a renewal answered as granted shows its value in the
+// key whatever a wipe before it said. a holds e1 to the end, renewing every second (answered granted),
+// believing on. Redis restarts empty over [5 s, 5.2 s]: scoped to slots e1's key does not hash to (a
+// cluster's other shard), it touches nothing of e1's; unscoped (a restart the cluster failed over from,
+// keeping the data), a's renewals granted after it show its value back. Either way a's belief is no
+// stale one. The control: the renewals after the wipe refused, and the belief held on regardless, is
+// one.
+func TestARenewalGrantedAfterAWipeShowsTheValueThere(t *testing.T) {
+	s := time.Second
+	other := "0-1"
+	if HashSlot("poll:lease:e1") <= 1 {
+		other = "16000-16383"
+	}
+	base := func(slots string) *builder {
+		b := newBuilder().life("a", history.LifeStarted, 0).hold("a", "e1", ms(10), 20*s).
+			fault("f1", "redis-restart", 5*s, 5*s+ms(200), false, true)
+		if slots != "" {
+			b.withParams(ShardSlotsParam, slots)
+		}
+		return b
+	}
+	for _, slots := range []string{other, ""} {
+		r := resultOf(t, Check(base(slots).build(), DefaultOptions()), InvStaleBelief)
+		require.Equal(t, Pass, r.Outcome, "slots %q: %s", slots, allText(r))
+	}
+	refused := base("")
+	for i := range refused.events {
+		if e := refused.events[i]; e.Op != nil && e.Op.Kind == history.OpRenew && e.At > 5*s {
+			refused.events[i].Op.OK = false
+		}
+	}
+	r := resultOf(t, Check(refused.build(), DefaultOptions()), InvStaleBelief)
+	require.Equal(t, Violated, r.Outcome, allText(r))
+}

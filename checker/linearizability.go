@@ -140,8 +140,9 @@ func buildLeaseHistory(idx *index) leaseHistory {
 		if f.End >= f.At && f.End != history.Infinity {
 			ret = int64(f.End)
 		}
+		slots, _ := parseSlots(f.Fault.Params[ShardSlotsParam])
 		for _, k := range byKey {
-			if !wipedBy(k.node, f.Fault.WipedNode) {
+			if !wipedBy(k.node, f.Fault.WipedNode) || !touches(slots, k.key) {
 				continue
 			}
 			if strings.EqualFold(f.Fault.Name, "redis-restart-from-snapshot") && ret != int64(math.MaxInt64) {

@@ -302,7 +302,8 @@ func buildKey(idx *index, ef *effects, kr *keyRecord, ops []*history.Event, revi
 		}
 	}
 	for _, fe := range idx.faults {
-		if fe.Fault.Wipes && wipedBy(kr.node, fe.Fault.WipedNode) && !strings.EqualFold(fe.Fault.Name, "redis-restart-from-snapshot") {
+		slots, _ := parseSlots(fe.Fault.Params[ShardSlotsParam])
+		if fe.Fault.Wipes && wipedBy(kr.node, fe.Fault.WipedNode) && touches(slots, kr.key) && !strings.EqualFold(fe.Fault.Name, "redis-restart-from-snapshot") {
 			cuts = append(cuts, cut{from: fe.At, to: idx.faultEnd(fe), wipe: true})
 		}
 	}
@@ -330,8 +331,8 @@ func buildKey(idx *index, ef *effects, kr *keyRecord, ops []*history.Event, revi
 	}
 }
 
-// spans computes v's stretches from its incarnations (one per acquire that carried it), extended by
-// renews.
+// spans computes v's stretches from its incarnations (each acquire that carried it, each renewal
+// answered as granted), extended by renews.
 func (v *value) spans(ef *effects, cuts []cut, renews []*history.Event, revs []revival) []span {
 	slices.SortStableFunc(renews, byCall)
 	landing := func(e *history.Event) (time.Duration, bool) {
@@ -342,7 +343,17 @@ func (v *value) spans(ef *effects, cuts []cut, renews []*history.Event, revs []r
 		return l, ok
 	}
 	var spans []span
-	for _, a := range v.acq {
+	// Each acquire that carried the value is an incarnation; so is each renewal of it answered as
+	// granted (a conditional renewal compares the owner: the key held the value when it applied),
+	// which shows it present whatever a cut before said (a wipe of another shard, a restart the
+	// cluster failed over from).
+	births := slices.Clone(v.acq)
+	for _, r := range renews {
+		if r.Op.Owner == v.v && r.Op.OK && !unanswered(r) && r.End != history.Infinity && !r.Op.NotReplicated {
+			births = append(births, r)
+		}
+	}
+	for _, a := range births {
 		birthHi, ok := landing(a)
 		if !ok {
 			continue
