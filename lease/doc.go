@@ -16,7 +16,10 @@
 // registry with it, and the survivors write it again over a HeartbeatInterval), and every six
 // DiscoveryIntervals; otherwise it reads the heartbeats it knows and those
 // announced since. An instance whose announcement was lost is found by the next periodic read: balance
-// suffers until then, never safety. Targets come from a TargetSource (by default the session:<id> keys in Redis,
+// suffers until then, never safety. One that comes back from a stretch longer than HeartbeatTTL without
+// a heartbeat (a paused process, a starved loop; a link that went unhealthy recovers the same way, see
+// Link health) announces itself again as it writes the next, after a new subscription and a discovery
+// round: the others may have counted it gone and taken its share. Targets come from a TargetSource (by default the session:<id> keys in Redis,
 // which are only ever read, in full only when the application's change counter or the server moved:
 // see SessionSource). Each instance computes the same bounded-load rendezvous assignment (see
 // Assign) over the live instances, acquires the endpoints assigned to it, renews all its leases in one

@@ -76,8 +76,11 @@ type Manager struct {
 	// moves to the new one. subAt is when the current one was confirmed; subStale is set while a
 	// replacement is owed (the last one failed); subClosed once the manager's end has closed it (no
 	// new one after that).
-	subAt     time.Time
-	subStale  bool
+	subAt    time.Time
+	subStale bool
+	// lastBeat is when the last heartbeat was answered, on the instance's clock (hbMu guards it): a
+	// heartbeat written more than HeartbeatTTL after it makes the instance announce itself again.
+	lastBeat  time.Time
 	subClosed bool
 	subKick   chan struct{}
 	// cc is the client when it is a ClusterClient and the layout is the cluster one: link health is
@@ -416,27 +419,66 @@ func (m *Manager) heldCountLocked() int { return m.heldCount }
 
 // heartbeatTick writes the heartbeat while the manager runs and the link is healthy.
 func (m *Manager) heartbeatTick() {
+	if gap, lapsed := m.heartbeatOnce(); lapsed {
+		m.rejoin(gap)
+	}
+}
+
+// heartbeatOnce writes the heartbeat, if the link allows, and reports whether the last one written
+// before it is more than HeartbeatTTL old (on this instance's clock): the heartbeat may have expired
+// meanwhile, and the others may have counted this instance gone.
+func (m *Manager) heartbeatOnce() (time.Duration, bool) {
 	m.hbMu.Lock()
 	defer m.hbMu.Unlock()
 	m.mu.Lock()
 	ok := m.heartbeatLive() && !m.unhealthy
 	m.mu.Unlock()
 	if !ok {
-		return // the probe loop writes the heartbeat once the link answers again
+		return 0, false // the probe loop writes the heartbeat once the link answers again
 	}
 	key := m.keys.node(m.id)
 	if m.nodeDownFor(key) {
-		return // per-primary link health: no blind heartbeat to a primary marked down (link.go)
+		return 0, false // per-primary link health: no blind heartbeat to a primary marked down (link.go)
 	}
 	octx, cancel := m.opCtx()
 	defer cancel()
-	if err := m.heartbeat(octx); err != nil && m.runCtx.Err() == nil {
-		m.log.Warn("lease: heartbeat failed", "instance", m.id, "err", err)
-		if m.cc != nil && linkFailure(err) {
-			m.noteNodeDown("heartbeat", nodeOf(octx, m.cc, key), key, err)
+	last := m.lastBeat
+	if err := m.heartbeat(octx); err != nil {
+		if m.runCtx.Err() == nil {
+			m.log.Warn("lease: heartbeat failed", "instance", m.id, "err", err)
+			if m.cc != nil && linkFailure(err) {
+				m.noteNodeDown("heartbeat", nodeOf(octx, m.cc, key), key, err)
+			}
+			m.noteErr("heartbeat", err)
 		}
-		m.noteErr("heartbeat", err)
+		return 0, false
 	}
+	gap := m.lastBeat.Sub(last)
+	return gap, !last.IsZero() && gap >= m.cfg.HeartbeatTTL
+}
+
+// rejoin follows a heartbeat written more than HeartbeatTTL after the last one, with no call of the
+// instance's failing meanwhile (a pause of the process, a starved heartbeat loop): the others may have
+// counted it gone, taken its share and stopped telling it anything, and a Redis restart meanwhile may
+// have closed its subscription without a word to it. It does what a link recovery does (link.go): a
+// new subscription, a discovery round, then an announcement, so that the others rebalance now rather
+// than at their periodic rescan (nodeRescanRounds DiscoveryIntervals later), and their releases reach
+// it.
+func (m *Manager) rejoin(gap time.Duration) {
+	m.log.Info("lease: heartbeat lapsed: announcing this instance again", "instance", m.id, "gap", gap)
+	m.resubscribe("heartbeat lapsed")
+	if err := m.refresh(); err != nil {
+		m.log.Debug("lease: discovery after a lapsed heartbeat failed", "instance", m.id, "err", err)
+	}
+	m.mu.Lock()
+	running := m.state == stateRunning
+	m.mu.Unlock()
+	if !running {
+		return
+	}
+	m.publish("join " + m.id)
+	m.kick(m.renewKick)
+	m.kick(m.acquireKick)
 }
 
 // MarkEstablished creates the dataset epoch key under keyPrefix if it is absent, bound to the

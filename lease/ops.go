@@ -514,6 +514,7 @@ func (m *Manager) heartbeat(ctx context.Context) error {
 	if m.cc != nil {
 		err := m.client.Set(ctx, m.keys.node(m.id), "1", m.cfg.HeartbeatTTL).Err()
 		if err == nil {
+			m.lastBeat = m.clock.Now()
 			z := redis.Z{Score: float64(m.clock.Now().Add(m.cfg.HeartbeatTTL).UnixMilli()), Member: m.id}
 			if zerr := m.client.ZAdd(ctx, m.keys.nodes(), z).Err(); zerr != nil {
 				m.log.Debug("lease: fleet registry entry not written", "instance", m.id, "err", zerr)
@@ -526,6 +527,9 @@ func (m *Manager) heartbeat(ctx context.Context) error {
 	_, err := p.Exec(ctx)
 	if err == nil {
 		err = set.Err()
+	}
+	if err == nil {
+		m.lastBeat = m.clock.Now()
 	}
 	return err
 }
