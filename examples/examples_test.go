@@ -5,10 +5,12 @@ package examples_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -90,8 +92,12 @@ func TestExampleSurvivesACrash(t *testing.T) {
 func judgeCrash(t testing.TB, res reports.RunResult, scenario, out, stdout string) {
 	t.Helper()
 	got := map[string]string{}
+	var why []string // what the verdicts said, for a failure's message (the run's directory is a temporary one)
 	for _, inv := range res.Invariants {
 		got[inv.Invariant] = string(inv.Outcome)
+		if inv.Outcome != checker.Pass {
+			why = append(why, fmt.Sprintf("%s %s: %s", inv.Invariant, inv.Outcome, inv.Message))
+		}
 	}
 	for _, inv := range []string{checker.InvSingleHolder, checker.InvSinglePoller, checker.InvValidity, checker.InvLinearizable} {
 		require.Equal(t, string(checker.Pass), got[inv], "%s in %s; report: %s\n%s", inv, scenario, out, stdout)
@@ -101,7 +107,7 @@ func judgeCrash(t testing.TB, res reports.RunResult, scenario, out, stdout strin
 			scenario, out)
 	}
 	require.NotContains(t, []string{string(checker.Skipped), string(checker.Unknown)}, got[checker.InvFailover],
-		"the crash gave the failover check nothing to judge; report: %s", out)
+		"the crash gave the failover check nothing to judge; report: %s\n%s", out, strings.Join(why, "\n"))
 }
 
 // A crash run whose failover verdict is inconclusive makes the test inconclusive, counted in

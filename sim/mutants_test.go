@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/tenurelabs/tenure/checker"
+	"github.com/tenurelabs/tenure/history"
 	"github.com/tenurelabs/tenure/internal/lagtest"
 	"github.com/tenurelabs/tenure/internal/mutation"
 	"github.com/tenurelabs/tenure/internal/redistest"
@@ -97,6 +99,9 @@ type runVerdict struct {
 	inconclusive []string
 	err          error
 	summary      string
+	// saved is where a reference's run's history was written when it did not pass (a directory of its
+	// own, kept after the test: `simrun report DIR` renders it), for its failure to be read.
+	saved string
 	// slack is the smallest room any measured takeover left below its bound, and slackAt says which;
 	// the test logs it for the reference, to show that running cases side by side leaves the timing
 	// bounds their margin.
@@ -167,6 +172,13 @@ func runScenario(system, scenario string, seed int64) runVerdict {
 		}
 	}
 	v.summary = strings.Join(lines, "; ")
+	if len(lines) > 0 && !strings.HasPrefix(system, "mutant-") {
+		if dir, err := os.MkdirTemp("", "tenure-mutants-"+system+"-"+scenario+"-*"); err == nil {
+			if history.WriteFile(filepath.Join(dir, "history.jsonl"), res.History) == nil {
+				v.saved = dir
+			}
+		}
+	}
 	return v
 }
 
@@ -223,7 +235,7 @@ func TestMutantsAreCaught(t *testing.T) {
 					v := cache.get(system, sc, seed)
 					ref := <-refDone
 					if ref.err != nil || len(ref.violated) > 0 {
-						t.Errorf("the reference fails %s seed %d, which its mutant %s is judged on: %v %s", sc, seed, tc.Name, ref.err, ref.summary)
+						t.Errorf("the reference fails %s seed %d, which its mutant %s is judged on: %v %s (history: %s)", sc, seed, tc.Name, ref.err, ref.summary, ref.saved)
 					} else if len(ref.inconclusive) > 0 {
 						// The reference's run is the baseline the mutant is set against: unjudged, it
 						// proves nothing either way, and is never counted as a pass.
