@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tenurelabs/tenure/history"
 	"github.com/tenurelabs/tenure/internal/lagtest"
 	"github.com/tenurelabs/tenure/internal/pgtest"
 	"github.com/tenurelabs/tenure/internal/redistest"
@@ -96,6 +97,16 @@ func TestMatrixShape(t *testing.T) {
 		found := false
 		for _, w := range e.failsWith {
 			found = found || strings.Contains(cell, w)
+		}
+		if !found && e.scenario == "redis-restart-empty" {
+			// The flaw needs a holder that keeps believing across the wipe while another takes the
+			// empty key. At time scale 0.1 the restart itself is not scaled: on a loaded machine it
+			// can outlast every holder's refresh, each refresh fails, every holder lets go, and the
+			// fleet takes the endpoints again from nothing. The history says whether that happened.
+			runDir := filepath.Join(f.run.out, e.system, e.scenario+"-1")
+			if why := noHoldingSurvivedTheWipe(t, filepath.Join(runDir, "history.jsonl")); why != "" {
+				lagtest.Inconclusive(t, "%s on %s could not show its flaw: %s", e.system, e.scenario, why)
+			}
 		}
 		require.True(t, found, "%s on %s: cell %q names none of %v", e.system, e.scenario, cell, e.failsWith)
 		// Every violation is linked to its saved report and listed with a replay command.
@@ -308,4 +319,50 @@ func TestMatrixLeavesBlankWhatASystemCannotRun(t *testing.T) {
 	}
 	require.ElementsMatch(t, []string{"reference/stall-past-ttl", "reference/crash-failover", "exec:" + dir + "/crash-failover"}, got)
 	require.Len(t, jobs, 3)
+}
+
+// noHoldingSurvivedTheWipe says why a run's wipe left nothing to show a missing wipe guard with: every
+// wiping fault found no instance believing it held an endpoint from before the fault's start to past
+// its end. It returns "" when some holding did survive a wipe (the flaw had its chance).
+func noHoldingSurvivedTheWipe(t *testing.T, path string) string {
+	t.Helper()
+	h, err := history.ReadFile(path)
+	require.NoError(t, err)
+	type holding struct{ instance, endpoint string }
+	var wipes []history.Event
+	for _, e := range h.Events {
+		if e.Kind == history.KindFault && e.Fault.Wipes && e.Fault.Err == "" {
+			wipes = append(wipes, e)
+		}
+	}
+	if len(wipes) == 0 {
+		return ""
+	}
+	var ends []string
+	for _, w := range wipes {
+		since := map[holding]time.Duration{} // beliefs held, from when
+		survived := false
+		for _, e := range h.Events {
+			if e.Kind != history.KindBelief || e.At > w.End {
+				continue
+			}
+			k := holding{e.Instance, e.Endpoint}
+			if e.Belief.Held {
+				if _, ok := since[k]; !ok {
+					since[k] = e.At
+				}
+			} else {
+				delete(since, k)
+			}
+		}
+		for _, from := range since {
+			survived = survived || from < w.At
+		}
+		if survived {
+			return ""
+		}
+		ends = append(ends, fmt.Sprintf("the restart at %v lasted %v and no holder still believed at its end",
+			w.At.Round(time.Millisecond), (w.End-w.At).Round(time.Millisecond)))
+	}
+	return strings.Join(ends, "; ")
 }
