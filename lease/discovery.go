@@ -18,7 +18,8 @@ import (
 // fleet's heartbeats and recomputes the assignment. A stop is never delayed: a graceful stop's handoff
 // waits for the round, and stops do not come in bursts. A round asked for while one runs is run once
 // more after it (discoverKick holds one kick). Rounds timed by the takeover schedule (fleetWake), the
-// periodic tick and link recovery are never delayed either.
+// periodic tick and link recovery are never delayed either. A release of an endpoint assigned to
+// another here asks for a round the way a join does (its releaser may have a newer view: see notice).
 
 // joinWindowDivisor sets the first window: DiscoveryInterval/20 (500 ms with the defaults);
 // joinWindowMaxDivisor the longest: DiscoveryInterval/4 (2.5 s).

@@ -461,7 +461,7 @@ func (m *Manager) heartbeatOnce() (time.Duration, bool) {
 // instance's failing meanwhile (a pause of the process, a starved heartbeat loop): the others may have
 // counted it gone, taken its share and stopped telling it anything, and a Redis restart meanwhile may
 // have closed its subscription without a word to it. It does what a link recovery does (link.go): a
-// new subscription, a discovery round, then an announcement, so that the others rebalance now rather
+// new subscription, a discovery round, a heartbeat, then an announcement, so that the others rebalance now rather
 // than at their periodic rescan (nodeRescanRounds DiscoveryIntervals later), and their releases reach
 // it.
 func (m *Manager) rejoin(gap time.Duration) {
@@ -476,6 +476,10 @@ func (m *Manager) rejoin(gap time.Duration) {
 	if !running {
 		return
 	}
+	// The heartbeat whose reply showed the lapse may have landed long before the reply was read (a
+	// pause that began with it in flight), and expired since: the others, told of the return, read the
+	// heartbeat, and must find a live one.
+	m.heartbeatOnce()
 	m.publish("join " + m.id)
 	m.kick(m.renewKick)
 	m.kick(m.acquireKick)

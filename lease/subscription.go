@@ -160,6 +160,14 @@ func (m *Manager) listenOn(ch <-chan *redis.Message) bool {
 // notice handles one fleet notification: "release <instance> <endpoint>" triggers an acquire pass (the
 // endpoint may be ours now); "join <instance>" and "stop <instance>" trigger a discovery round,
 // coalesced when they come in bursts (discovery.go).
+//
+// A release of an endpoint our assignment gives to another may come from a newer view than ours: the
+// releaser's round saw a change of the targets (a session added, paused, removed) or of the fleet that
+// ours has not, and the endpoint may be ours in that view. Waiting for our own tick would make the
+// handoff wait a DiscoveryInterval, so such a release asks for a discovery round too, coalesced as
+// joins are (a rebalance releases in bursts; the first of a burst runs at once). When the views agree
+// the round finds nothing new and costs the reads of the targets' change counter and the fleet's
+// heartbeats.
 func (m *Manager) notice(payload string) {
 	f := strings.SplitN(payload, " ", 3)
 	if len(f) < 2 || f[1] == m.id {
@@ -171,7 +179,11 @@ func (m *Manager) notice(payload string) {
 			m.mu.Lock()
 			m.notified[f[2]] = m.clock.Now()
 			delete(m.refusedUntil, f[2]) // released: worth trying at once
+			ours := m.assigned[f[2]]
 			m.mu.Unlock()
+			if !ours {
+				m.announced(f[1], false)
+			}
 			m.kick(m.acquireKick)
 		}
 	case "join", "stop":
