@@ -18,15 +18,19 @@
 // announced since. An instance whose announcement was lost is found by the next periodic read: balance
 // suffers until then, never safety. One that comes back from a stretch longer than HeartbeatTTL without
 // a heartbeat (a paused process, a starved loop; a link that went unhealthy recovers the same way, see
-// Link health) announces itself again as it writes the next, after a new subscription and a discovery
-// round: the others may have counted it gone and taken its share. Targets come from a TargetSource (by default the session:<id> keys in Redis,
+// Link health) announces itself again as it writes the next, after a new subscription, a discovery
+// round and one more heartbeat (the one that showed the lapse may have landed before the pause and
+// expired during it): the others may have counted it gone and taken its share. Targets come from a TargetSource (by default the session:<id> keys in Redis,
 // which are only ever read, in full only when the application's change counter or the server moved:
 // see SessionSource). Each instance computes the same bounded-load rendezvous assignment (see
 // Assign) over the live instances, acquires the endpoints assigned to it, renews all its leases in one
 // pipelined pass per RenewInterval (256 leases per round trip), and polls each held endpoint every
 // PollInterval. A holder that is no longer preferred finishes its in-flight poll, releases (the
 // releases of a rebalancing share round trips: those queued while one is in flight go in the next), and
-// announces the release on the <prefix>events pub/sub channel so that the preferred instance acquires within milliseconds. A holder
+// announces the release on the <prefix>events pub/sub channel so that the preferred instance acquires within milliseconds. An
+// instance that hears a release of an endpoint its own view gives to another runs a discovery round
+// (coalesced as joins are): the releaser may have seen a change of the targets or the fleet first, and
+// the endpoint may be the hearer's in that newer view. A holder
 // that dies announces nothing: the others read when its heartbeat and its leases expire (PTTL) and act
 // at those moments (see Taking over below).
 //

@@ -35,6 +35,11 @@ import (
 // not hold the recovery back: the subscription only makes takeovers prompt, and the old one may still
 // work or be restored by go-redis; the probe loop tries again every RenewInterval/2 until one is
 // confirmed.
+//
+// go-redis may also restore a subscription whose connection was lost while the link stayed healthy (a
+// connection reset: the other connections re-dial at their next call, and none fails). What was
+// announced meanwhile is lost just the same, so its confirmation of the new subscription, which comes
+// on the channel, is taken as a replacement is (handle).
 
 // subscribe opens a new subscription to the fleet's channel and waits for Redis to confirm it, the
 // whole bounded by OpTimeout.
@@ -117,7 +122,7 @@ func (m *Manager) listen() {
 		m.mu.Lock()
 		ps := m.pubsub
 		m.mu.Unlock()
-		if ps == nil || !m.listenOn(ps.Channel()) {
+		if ps == nil || !m.listenOn(ps.ChannelWithSubscriptions()) {
 			return
 		}
 	}
@@ -125,7 +130,7 @@ func (m *Manager) listen() {
 
 // listenOn handles the messages of ch until the subscription is replaced (true: listen to the new one)
 // or the manager's context ends (false). Messages already in ch when it is replaced are handled first.
-func (m *Manager) listenOn(ch <-chan *redis.Message) bool {
+func (m *Manager) listenOn(ch <-chan any) bool {
 	for {
 		select {
 		case <-m.runCtx.Done():
@@ -137,7 +142,7 @@ func (m *Manager) listenOn(ch <-chan *redis.Message) bool {
 					if !ok {
 						return true
 					}
-					m.notice(msg.Payload)
+					m.handle(msg)
 				default:
 					return true
 				}
@@ -152,8 +157,31 @@ func (m *Manager) listenOn(ch <-chan *redis.Message) bool {
 					return true
 				}
 			}
-			m.notice(msg.Payload)
+			m.handle(msg)
 		}
+	}
+}
+
+// handle takes one message of a subscription's channel: an announcement, or a confirmation that
+// go-redis subscribed again. The first confirmation was read by subscribe, so one on the channel means
+// go-redis restored the subscription on a new connection after losing the old one (a connection reset,
+// a read error) without the link failing: whatever was announced in between never reached this
+// instance. It is taken as a replacement is (resubscribe): the takeover schedule of refused endpoints
+// is forgotten, and a discovery round and an acquire pass follow.
+func (m *Manager) handle(msg any) {
+	switch msg := msg.(type) {
+	case *redis.Message:
+		m.notice(msg.Payload)
+	case *redis.Subscription:
+		if msg.Kind != "subscribe" {
+			return
+		}
+		m.mu.Lock()
+		clear(m.refusedUntil)
+		m.mu.Unlock()
+		m.log.Debug("lease: subscription restored by the client: announcements may have been lost", "instance", m.id)
+		m.kick(m.discoverKick)
+		m.kick(m.acquireKick)
 	}
 }
 
