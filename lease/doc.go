@@ -268,7 +268,10 @@
 // may be among the lost announcements), writes its heartbeat, runs one discovery round, becomes
 // healthy, announces itself and runs one renewal pass and one acquire pass (pipelined, for the
 // endpoints its fresh view assigns it; the others hand their share over by the ordinary rebalance,
-// and their release announcements reach the new subscription). Releases and Stop's clean-up are still
+// and their release announcements reach the new subscription). A subscription that go-redis restores
+// on its own while the link stays healthy (its connection reset, no call failed) is met the same way
+// once its confirmation arrives: the expiries that refused it are forgotten, and a discovery round and
+// an acquire pass follow. Releases and Stop's clean-up are still
 // sent while unhealthy (each bounded by OpTimeout): they only delete this instance's keys. Bound:
 // let tf be the end of the first unanswered call, at most HeartbeatInterval + OpTimeout after
 // replies stop (a heartbeat is sent at least that often). No write starts after tf, and one already
