@@ -398,3 +398,37 @@ func TestARenewalGrantedAfterAWipeShowsTheValueThere(t *testing.T) {
 	r := resultOf(t, Check(refused.build(), DefaultOptions()), InvStaleBelief)
 	require.Equal(t, Violated, r.Outcome, allText(r))
 }
+
+// A release of a value that a later grant set again is taken to end that grant too, unless the history
+// shows it did not: a renewal of the value, sent after the release had taken effect, was granted (the
+// key held the value then), and no other acquire of the value may have put it back in between. An
+// election's value is its candidate ID in every term; its release of an old term, held on the wire,
+// landed after the new term's grant and left it alone (explore-election-redis seed 755780851: the
+// new term's polls were judged outside any lease). Where the premise fails (the renewal was refused,
+// or an acquire of the value came between), the polls are outside the lease.
+func TestARenewalShowsALateReleaseLeftTheValue(t *testing.T) {
+	s := time.Second
+	history := func(renewed, acquiredBetween bool) history.History {
+		b := newBuilder().life("a", history.LifeStarted, 0).
+			op("a", history.OpAcquire, "poll:lease:e1", "a", 3*s, 10*s, 10*s+ms(2), true, "").
+			poll("a", "e1", 10*s+ms(10), 10*s+ms(100), 1).
+			add(history.Event{Kind: history.KindOp, At: 11 * s, End: history.Infinity, Instance: "a", Endpoint: "e1",
+				Op: &history.Op{Kind: history.OpRelease, Key: "poll:lease:e1", Owner: "a", Unknown: true, AbsentOK: true,
+					Err: "i/o timeout", GaveUp: 11*s + ms(300), Landed: 12*s + ms(500)}}).
+			op("a", history.OpAcquire, "poll:lease:e1", "a", 3*s, 12*s, 12*s+ms(2), true, "").
+			poll("a", "e1", 12*s+ms(100), 12*s+ms(200), 2).
+			poll("a", "e1", 12*s+ms(800), 12*s+ms(900), 2)
+		if acquiredBetween {
+			b.op("a", history.OpAcquire, "poll:lease:e1", "a", 3*s, 12*s+ms(700), 12*s+ms(702), true, "")
+		}
+		return b.op("a", history.OpRenew, "poll:lease:e1", "a", 3*s, 13*s, 13*s+ms(2), renewed, "").
+			poll("a", "e1", 13*s+ms(100), 13*s+ms(200), 2).build()
+	}
+	r := resultOf(t, Check(history(true, false), DefaultOptions()), InvValidity)
+	require.Equal(t, Pass, r.Outcome, allText(r))
+
+	r = resultOf(t, Check(history(false, false), DefaultOptions()), InvValidity)
+	require.Equal(t, Violated, r.Outcome, "a refused renewal shows nothing: %s", allText(r))
+	r = resultOf(t, Check(history(true, true), DefaultOptions()), InvValidity)
+	require.Equal(t, Violated, r.Outcome, "an acquire between may have put the value back: %s", allText(r))
+}

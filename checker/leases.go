@@ -43,6 +43,7 @@ func newLeases(idx *index) *leases {
 	grants := map[leaseKey][]*history.Event{}
 	blind := map[leaseKey][]*history.Event{} // confirmed unconditional renewals (PEXPIRE), by who sent them
 	releases := map[leaseKey][]release{}
+	attempts := map[leaseKey][]*history.Event{} // every acquire sent, whatever became of it
 	nodes := map[string]map[string]bool{} // endpoint -> the independent nodes its keys live on
 	for _, e := range idx.ops {
 		if e.Endpoint != "" && e.Op.Node != "" {
@@ -69,6 +70,9 @@ func newLeases(idx *index) *leases {
 		ls.any = true
 		k := leaseKey{e.Instance, e.Endpoint}
 		ls.tried[k] = true
+		if e.Op.Kind == history.OpAcquire {
+			attempts[k] = append(attempts[k], e)
+		}
 		// A write WAIT did not confirm (NotReplicated) is no confirmed lease: a failover may discard it,
 		// and a system that waits for WAIT does not count it.
 		if !e.Op.OK || e.Op.Unknown || e.Op.NotReplicated || e.End == history.Infinity || e.End < e.At || e.Endpoint == "" {
@@ -86,7 +90,7 @@ func newLeases(idx *index) *leases {
 		if n := len(nodes[k.ep]); n > 1 {
 			gs = majority(gs, n, idx.fig.opTimeout)
 		}
-		if ws := validWindows(gs, blind[k], releases[k], idx.meta.LeaseTTL, idx.meta.Assumptions.DriftBound); len(ws) > 0 {
+		if ws := validWindows(gs, blind[k], releases[k], attempts[k], idx.meta.LeaseTTL, idx.meta.Assumptions.DriftBound); len(ws) > 0 {
 			ls.windows[k] = ws
 		}
 	}
@@ -189,8 +193,37 @@ func cutSlack(p *history.Event, ttl time.Duration, drift float64) time.Duration 
 // grant's window ends at the first release of its value (or of whatever the key held) sent that had
 // not completed when the grant was sent (one sent before the grant's reply, or racing it, leaves the
 // grant nothing: the release may have come after it). A release of an older value of its own leaves a
-// new one alone.
-func validWindows(gs, blind []*history.Event, rels []release, ttl time.Duration, drift float64) []validWindow {
+// new one alone. So does one the history shows did not delete the grant's value: a renewal of the value
+// sent after the release had taken effect, whatever it did, was granted (a renewal compares the owner:
+// the key held the value then), and no acquire of the value other than the grant may have landed
+// between the release and that renewal to put it back (an election's value is its candidate ID, the
+// same every term, and its release, which also compares the term, finds a later term in the key and
+// leaves it).
+func validWindows(gs, blind []*history.Event, rels []release, attempts []*history.Event, ttl time.Duration, drift float64) []validWindow {
+	// survived reports whether r, a release of g's value, is shown by the history not to have
+	// deleted the value g set.
+	survived := func(r release, g *history.Event) bool {
+		for _, n := range gs {
+			if n.Op.Kind != history.OpRenew || n.Op.Owner != g.Op.Owner || n.Op.Owner == history.AnyOwner || n.At < r.done {
+				continue
+			}
+			back := false // an acquire of the value that may have put it back after r
+			for _, a := range attempts {
+				latest := a.End
+				if unanswered(a) || a.Op.Unknown {
+					latest = history.Infinity
+				}
+				if a != g && a.Op.Owner == g.Op.Owner && a.At < n.At && latest >= r.e.At {
+					back = true
+					break
+				}
+			}
+			if !back {
+				return true
+			}
+		}
+		return false
+	}
 	window := func(g *history.Event) validWindow {
 		t := ttl
 		if g.Op.TTL > 0 {
@@ -199,7 +232,7 @@ func validWindows(gs, blind []*history.Event, rels []release, ttl time.Duration,
 		w := validWindow{from: g.End, to: g.At + time.Duration(float64(t)*(1-drift)), first: g, last: g}
 		for _, r := range rels {
 			same := r.e.Op.Owner == g.Op.Owner || r.e.Op.Owner == history.AnyOwner || g.Op.Owner == history.AnyOwner
-			if same && r.done >= g.At && r.e.At < w.to {
+			if same && r.done >= g.At && r.e.At < w.to && !survived(r, g) {
 				w.to = r.e.At
 			}
 		}
