@@ -44,7 +44,7 @@ func newLeases(idx *index) *leases {
 	blind := map[leaseKey][]*history.Event{} // confirmed unconditional renewals (PEXPIRE), by who sent them
 	releases := map[leaseKey][]release{}
 	attempts := map[leaseKey][]*history.Event{} // every acquire sent, whatever became of it
-	nodes := map[string]map[string]bool{} // endpoint -> the independent nodes its keys live on
+	nodes := map[string]map[string]bool{}       // endpoint -> the independent nodes its keys live on
 	for _, e := range idx.ops {
 		if e.Endpoint != "" && e.Op.Node != "" {
 			if nodes[e.Endpoint] == nil {
