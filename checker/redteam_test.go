@@ -725,13 +725,15 @@ func TestRedTeamDataLossesFarFromTheTakeoverMoveNothing(t *testing.T) {
 }
 
 // holds. An acquire of e1 that c sent long before the holding ended shows no assignment: c tried e1 at
-// 2 s (refused: a held it), crashed at 7.95 s with its heartbeat alive until 10.03 s. The fleet does not
-// wait for c; b's takeover at 10 s is late (deadline 8.123 s).
+// 2 s (refused: a held it), crashed at 4.95 s, and its heartbeat ran out at 7.03 s, before a's (8.022 s),
+// when e1 was assigned afresh: c was no member then. The fleet does not wait for c; b's takeover at 10 s
+// is late (deadline 8.123 s). (Had c's heartbeat outlived a's, c would have been a member the others
+// counted on when e1 moved, and its assignee for all they knew: TestTheFleetWaitsOnlyForAnAssigneeTheHistoryShows.)
 func TestRedTeamAnAcquireLongAgoAssignsNothing(t *testing.T) {
 	s := time.Second
-	b := rtCrash().life("c", history.LifeStarted, 0).beats("c", ms(30), 7*s+ms(950)).
+	b := rtCrash().life("c", history.LifeStarted, 0).beats("c", ms(30), 4*s+ms(950)).
 		op("c", history.OpAcquire, "poll:lease:e1", "c:2000", 3*s, 2*s, 2*s+ms(2), false, "").
-		fault("f2", "crash", 7*s+ms(950), 7*s+ms(950), true, false, "c").life("c", history.LifeCrashed, 7*s+ms(950)).
+		fault("f2", "crash", 4*s+ms(950), 4*s+ms(950), true, false, "c").life("c", history.LifeCrashed, 4*s+ms(950)).
 		rtTake("b", 10*s)
 	o, msg := rtOutcome(t, rtCheck(b), InvFailover)
 	require.Equal(t, Violated, o, msg)

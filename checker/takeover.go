@@ -173,12 +173,33 @@ func (m *model) blockedUntil(v *value, e, before time.Duration) (time.Duration, 
 	if r == history.Infinity {
 		return end, expire
 	}
-	clear := max(landed, late+m.fig.detect(), r)
+	// Only the life the late write may have added is the writer's to clear: what its answered writes
+	// gave the value, it believed in, and that runs out its TTL.
+	clear := max(landed, late+m.fig.detect(), r, m.believedUntil(v, before))
 	if clear < end {
 		return clear, fmt.Sprintf("%s's value %s was stale (%s): %s could clear it by %v (ready, and a detection latency %v after %v)",
 			v.writer, v.v, why, v.writer, round(clear), m.fig.detect(), round(late))
 	}
 	return end, expire
+}
+
+// believedUntil is until when the writes of value v sent before before, that its writer saw answered
+// as granted, keep it in the key: each from its latest landing for a TTL (the write's own when shorter).
+func (m *model) believedUntil(v *value, before time.Duration) time.Duration {
+	var until time.Duration
+	for _, w := range append(slices.Clone(v.acq), v.renews...) {
+		if w.At >= before || unanswered(w) || !w.Op.OK || w.Op.NotReplicated || w.End == history.Infinity {
+			continue
+		}
+		ttl := m.fig.ttl
+		if w.Op.TTL > 0 {
+			ttl = min(ttl, w.Op.TTL)
+		}
+		if l, ok := m.ef.landing(w); ok {
+			until = max(until, l+ttl)
+		}
+	}
+	return until
 }
 
 // lastLandingBefore is the latest moment a write of value v sent before before may have landed.
@@ -334,7 +355,8 @@ func (m *model) guardAt(ep string, t time.Duration) (time.Duration, string, bool
 // and every instance that tried to acquire it since the holding ended. A holder that released the
 // endpoint (to rebalance, or stopping) handed it over to a member the fleet counted on: any instance
 // that was a member then, as far as the others could tell — one gone without a word is counted on
-// until its heartbeat runs out.
+// until its heartbeat runs out. So did a holder the others counted gone, at the moment its heartbeat
+// ran out.
 func (m *model) assignees(ep, holder string, next *history.Event, e, owed time.Duration, handoff bool) []string {
 	var out []string
 	add := func(in string) {
@@ -343,11 +365,21 @@ func (m *model) assignees(ep, holder string, next *history.Event, e, owed time.D
 		}
 	}
 	add(holder)
-	if handoff {
+	members := func(t time.Duration) {
 		for _, in := range m.instances {
-			if ie := m.ef.inst[in]; ie != nil && ie.start <= e && m.ef.presenceEnd(in, e) > e {
+			if ie := m.ef.inst[in]; ie != nil && ie.start <= t && m.ef.presenceEnd(in, t) > t {
 				add(in)
 			}
+		}
+	}
+	if handoff {
+		members(e)
+	}
+	// A holder the others count gone once its heartbeat runs out leaves its endpoints to be assigned
+	// afresh then, among the members they still count on: any of those may be the assignee.
+	if holder != "" && !handoff {
+		if pe := m.ef.presenceEnd(holder, e); pe <= owed {
+			members(pe)
 		}
 	}
 	stop := owed
