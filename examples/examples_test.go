@@ -118,8 +118,7 @@ func judgeCrash(t testing.TB, res reports.RunResult, scenario, out, stdout strin
 }
 
 // A crash run whose failover verdict is inconclusive, or unknown (the crash ended no holding), makes the
-// test inconclusive, counted in
-// TENURE_INCONCLUSIVE_LOG; safety is judged first, whatever the machine's load.
+// test inconclusive, counted in TENURE_INCONCLUSIVE_LOG; safety is judged first, whatever the load.
 func TestJudgeCrashCountsAnInconclusiveFailoverApart(t *testing.T) {
 	log := filepath.Join(t.TempDir(), "inconclusive.txt")
 	t.Setenv(lagtest.LogEnv, log)
