@@ -35,6 +35,10 @@ func (m *Manager) keepsDeadline() bool { return true }
 // failsClosed reports that a failed renewal ends the belief at once.
 func (m *Manager) failsClosed() bool { return true }
 
+// lostEndsBelief reports that a renewal answered "not held" (the key is gone or another's) ends the
+// belief at once.
+func (m *Manager) lostEndsBelief() bool { return true }
+
 // timeoutConfirms reports whether a renewal that failed with err counts as confirmed: never.
 func (m *Manager) timeoutConfirms(error) bool { return false }
 

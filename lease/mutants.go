@@ -107,7 +107,11 @@ func (m *Manager) countsFrom(sc *scriptCall) time.Time {
 
 func (m *Manager) keepsDeadline() bool { return !m.without(mutation.NoDeadline) }
 func (m *Manager) failsClosed() bool   { return !m.without(mutation.NotFailClosed) }
-func (m *Manager) watchesLink() bool   { return !m.without(mutation.NoLinkHealth) }
+
+// lostEndsBelief: lost-renewal-kept carries on after a renewal answered "not held", as if it were a
+// passing failure, until its local deadline ends the belief.
+func (m *Manager) lostEndsBelief() bool { return !m.without(mutation.LostRenewalKept) }
+func (m *Manager) watchesLink() bool    { return !m.without(mutation.NoLinkHealth) }
 
 // watchesDeadline: no-watchdog ends a belief only at the poll loop's check before its next poll, so a
 // poll in flight at the deadline runs to its end.

@@ -72,6 +72,7 @@ func TestMutantsRun(t *testing.T) {
 		mutation.ReleaseUnchecked:   nil, // checked after Stop below
 		mutation.NoGuard:            sends("evalsha:" + acquireNoGuard.Hash()),
 		mutation.NotFailClosed:      nil,
+		mutation.LostRenewalKept:    nil, // differs only once a renewal is refused (TestMutantLostRenewalKept)
 		mutation.TokenReset:         sends("evalsha:" + acquireTokenReset.Hash()),
 		mutation.DriftIgnored:       nil,
 		mutation.DeadlineFromReply:  nil,
@@ -413,6 +414,80 @@ func TestMutantProbeUnansweredHeals(t *testing.T) {
 				return
 			}
 			require.Zero(t, l.count("set")+l.count("zadd"), "no heartbeat until a probe is answered")
+		})
+	}
+}
+
+// renewReplies is a go-redis hook that counts the renewals of one key answered "not held" (0).
+type renewReplies struct {
+	key string
+	mu  sync.Mutex
+	n   int
+}
+
+func (r *renewReplies) refused() int { r.mu.Lock(); defer r.mu.Unlock(); return r.n }
+
+func (r *renewReplies) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (r *renewReplies) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, c redis.Cmder) error { err := next(ctx, c); r.note(c); return err }
+}
+func (r *renewReplies) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cs []redis.Cmder) error {
+		err := next(ctx, cs)
+		for _, c := range cs {
+			r.note(c)
+		}
+		return err
+	}
+}
+
+func (r *renewReplies) note(c redis.Cmder) {
+	args := c.Args()
+	if len(args) < 4 || fmt.Sprint(args[1]) != renewScript.Hash() || fmt.Sprint(args[3]) != r.key {
+		return
+	}
+	if cmd, ok := c.(*redis.Cmd); ok {
+		if v, err := cmd.Int64(); err == nil && v == 0 {
+			r.mu.Lock()
+			r.n++
+			r.mu.Unlock()
+		}
+	}
+}
+
+// A holder's key deleted under it (as a restart without persistence deletes it): the reference's next
+// renewal is answered "not held" and ends the belief there (lost); the mutant's belief survives that
+// answer and ends only at its local deadline (expired), with no value of its own in the key meanwhile.
+// The scenario that catches it in a run is redis-restart-empty (the checker's stale-belief).
+func TestMutantLostRenewalKept(t *testing.T) {
+	for _, mutant := range []bool{false, true} {
+		t.Run(fmt.Sprint("mutant=", mutant), func(t *testing.T) {
+			t.Parallel()
+			srv := redistest.Start(t)
+			c := newClient(t, srv.Addr())
+			ctx := context.Background()
+			require.NoError(t, MarkEstablished(ctx, c, "poll:"))
+			cfg := testConfig()
+			cfg.Targets = StaticTargets{"x"}
+			if mutant {
+				cfg = WithMutants(cfg, mutation.LostRenewalKept)
+			}
+			f := newFleet(t, srv.Addr(), cfg)
+			replies := &renewReplies{key: "poll:lease:x"}
+			m := f.startAt("a", srv.Addr(), replies)
+			require.Eventually(t, func() bool { return len(m.Held()) == 1 && len(f.log.renewalsFor("x")) > 0 }, settle, 10*time.Millisecond)
+			before := len(f.log.eventsFor("x"))
+			require.Equal(t, int64(1), c.Del(ctx, "poll:lease:x").Val())
+			// The first change of belief after the deletion is the end of the holding.
+			require.Eventually(t, func() bool { return len(f.log.eventsFor("x")) > before }, 2*cfg.LeaseTTL, 10*time.Millisecond)
+			end := f.log.eventsFor("x")[before]
+			require.Positive(t, replies.refused(), "a renewal was answered \"not held\" before the belief ended")
+			if mutant {
+				require.Equal(t, EventExpired, end.Kind, "the mutant's belief ends at its deadline: %+v", end)
+				return
+			}
+			require.Equal(t, EventLost, end.Kind, "the reference's belief ends at the refused renewal: %+v", end)
+			require.Equal(t, ReasonLost, end.Reason)
 		})
 	}
 }

@@ -392,6 +392,8 @@ func (m *Manager) settleRenewals(hs []*holding, calls []*scriptCall) {
 			ended = m.endLocked(h, EventLost, ReasonRenewFailed, ErrRenewFailed, epFree, true) || ended
 		case sc.res == 1:
 			m.extendLocked(h, sc)
+		case !m.lostEndsBelief():
+			m.log.Warn("lease: renewal refused, belief kept", "instance", m.id, "endpoint", h.endpoint, "token", h.token)
 		default:
 			ended = m.endLocked(h, EventLost, ReasonLost, ErrLost, epFree, false) || ended
 		}

@@ -47,7 +47,7 @@ func mutantCases() []mutation.Mutant {
 // The catalogue names real scenarios and invariants, and every mutant is either caught or says why it
 // cannot be.
 func TestMutantCatalogue(t *testing.T) {
-	invariants := []string{checker.InvAssumptions, checker.InvSingleHolder, checker.InvSinglePoller,
+	invariants := []string{checker.InvAssumptions, checker.InvSingleHolder, checker.InvStaleBelief, checker.InvSinglePoller,
 		checker.InvStalePoll, checker.InvValidity, checker.InvLinearizable, checker.InvFailover,
 		checker.InvBalance, checker.InvFencing, checker.InvLiveness, checker.InvBlindWrite}
 	seen := map[mutation.Name]bool{}

@@ -45,6 +45,7 @@ const (
 const (
 	assumptions     = "assumptions"
 	singleHolder    = "single-holder"
+	staleBelief     = "stale-belief"
 	singlePoller    = "single-poller"
 	stalePoll       = "stale-poll"
 	validity        = "validity"
@@ -84,6 +85,15 @@ var Mutants = []Mutant{
 	// The leader acts on past its deadline while its renewal hangs.
 	{Name: ElectionNoCancel, Of: Election, Removes: "the leader context is not cancelled at the deadline",
 		Scenarios: []string{"election-leader-stall-redis"}, CaughtBy: beliefs},
+	// Redis restarts empty while every instance holds its endpoints. The holders' next renewals are
+	// answered "not held": the reference ends each belief there, within a renewal interval and a call
+	// bound of the wipe; the mutant believes on until its local deadline, up to TTL − margin after its
+	// last renewal, with no value of its own in the key (reported from outside against an earlier
+	// design: a holder believed 2.7 s, at a tenth of the spec's timing, after its key was gone). The
+	// fresh-dataset guard keeps the others out meanwhile, so only a judgement of beliefs against the
+	// keys sees it.
+	{Name: LostRenewalKept, Of: Lease, Removes: `a renewal answered "not held" keeps the belief until the local deadline`,
+		Scenarios: []string{"redis-restart-empty"}, CaughtBy: []string{staleBelief}},
 	{Name: NotFailClosed, Of: Lease, Removes: "a renewal error keeps the belief (until the local deadline)",
 		Uncaught: "it keeps the belief only until the local deadline of the last confirmed renewal, which " +
 			"ends before that renewal's key can expire in Redis, exactly as the reference's belief does " +
@@ -203,6 +213,7 @@ const (
 	ReleaseUnchecked     Name = "release-unchecked"
 	NoGuard              Name = "no-guard"
 	NotFailClosed        Name = "not-fail-closed"
+	LostRenewalKept      Name = "lost-renewal-kept"
 	TokenReset           Name = "token-reset"
 	DriftIgnored         Name = "drift-ignored"
 	DeadlineFromReply    Name = "deadline-from-reply"
