@@ -32,8 +32,9 @@ const blindWriteSchema = 4
 // stalled while it was out (the call overlapped a pause that took hold, or a stall of the instance)
 // timed out because the instance could not run, not because its link was dead, and shows nothing.
 // A write sent after an unanswered call is a decision, not a timing: harness lag never excuses it. The
-// invariant is skipped on replicated or sharded backends (a link is judged per node there), and where
-// no timing or no operation was recorded.
+// invariant judges a write on a replicated backend only where its primary cannot have changed since the
+// lost call, and on a cluster only against lost calls to its own key's slot; it is skipped where no
+// timing or no operation was recorded.
 func checkBlindWrites(m *model, opts Options) Result {
 	fig := m.fig
 	switch {
@@ -42,9 +43,12 @@ func checkBlindWrites(m *model, opts Options) Result {
 	case m.meta.Schema > 0 && m.meta.Schema < blindWriteSchema:
 		return Result{Invariant: InvBlindWrite, Outcome: Skipped, Message: fmt.Sprintf(
 			"an older history (schema %d) records no give-up times or probe answers: nothing to judge blind writes by", m.meta.Schema)}
-	case m.meta.Assumptions.Topology == "cluster":
-		return Result{Invariant: InvBlindWrite, Outcome: Skipped, Message: "the backend is a cluster: an instance's calls go to several nodes, and a link is judged per node there"}
 	}
+	// On a cluster an instance's calls go to the node that serves each key's slot: a call lost on one
+	// node shows nothing about another, so a write is judged only against lost calls to its own key's
+	// slot (a probe names no key, and shows nothing there), and, as on a replicated backend, only when
+	// no promotion, slot migration or other fault that may move the slot lies between.
+	cluster := m.meta.Assumptions.Topology == "cluster"
 	// On a replicated backend (sentinel) every call goes to the primary; a call lost to one primary shows
 	// nothing about the next, so a write is judged only when no promotion, and no fault that may move the
 	// primary, lies between the lost call and the write.
@@ -95,11 +99,18 @@ func checkBlindWrites(m *model, opts Options) Result {
 		}
 		slices.SortStableFunc(lostCalls, func(a, b *history.Event) int { return cmpDur(gaveUp(a, fig), gaveUp(b, fig)) })
 		var lost *history.Event // the latest-sent unanswered call learned at least slack before the write in hand
+		bySlot := map[int]*history.Event{}
 		next := 0
 		for _, w := range ops {
 			for next < len(lostCalls) && gaveUp(lostCalls[next], fig)+slack <= w.At {
-				if lost == nil || lostCalls[next].At > lost.At {
-					lost = lostCalls[next]
+				l := lostCalls[next]
+				if lost == nil || l.At > lost.At {
+					lost = l
+				}
+				if l.Op.Key != "" {
+					if sl := HashSlot(l.Op.Key); bySlot[sl] == nil || l.At > bySlot[sl].At {
+						bySlot[sl] = l
+					}
 				}
 				next++
 			}
@@ -107,6 +118,13 @@ func checkBlindWrites(m *model, opts Options) Result {
 				continue
 			}
 			judged++
+			lost := lost
+			if cluster {
+				lost = nil
+				if w.Op.Key != "" {
+					lost = bySlot[HashSlot(w.Op.Key)]
+				}
+			}
 			if lost == nil || !unanswered(w) || overlapsFrozen(w.At, w.At) {
 				continue
 			}

@@ -52,7 +52,7 @@ func (ef *effects) readCalls() {
 			if unanswered(e) && ef.showsImpediment(in, e) {
 				ie.failed = append(ie.failed, e)
 			}
-			if writes(e) {
+			if writes(e) && !refused(e) {
 				if l, ok := ef.landing(e); ok {
 					ie.lastWrite = max(ie.lastWrite, l)
 					ie.present = append(ie.present, span{ef.earliest(e), l + ef.idx.fig.heartbeatTTL + ExpiryTick})
@@ -168,6 +168,13 @@ func writes(e *history.Event) bool {
 		return writeCommands[firstWord(e.Op.Command)]
 	}
 	return false
+}
+
+// refused reports whether op e, an acquire or a renewal, was answered with a refusal: it wrote nothing
+// (a refused SET NX, a renewal that found the key gone or another's), so it keeps no key alive and
+// counts its sender a member of nothing.
+func refused(e *history.Event) bool {
+	return (e.Op.Kind == history.OpAcquire || e.Op.Kind == history.OpRenew) && !e.Op.OK && !unanswered(e) && e.Op.Err == ""
 }
 
 // writeCommands are the plain commands that create or extend a key.

@@ -85,12 +85,35 @@ func newLeases(idx *index) *leases {
 			blind[k] = append(blind[k], e)
 		}
 	}
+	// What may have put a value back in its key, or shown it gone, between two moments: another
+	// owner's grant of the key (it was not the value's then), or a revival (a restore, a promotion, a
+	// restart from an append-only file) of the key's slots.
+	granted := map[string][]*history.Event{}
+	for _, e := range idx.ops {
+		if e.Op.Kind == history.OpAcquire && e.Op.OK && !unanswered(e) && e.Endpoint != "" {
+			granted[e.Endpoint] = append(granted[e.Endpoint], e)
+		}
+	}
+	revs := revivalsOf(idx)
+	rewritten := func(g *history.Event, from, to time.Duration) bool {
+		for _, a := range granted[g.Endpoint] {
+			if a.Op.Owner != g.Op.Owner && a.End > from && a.At < to {
+				return true
+			}
+		}
+		for _, r := range revs {
+			if r.at >= from && r.at <= to && touches(r.slots, g.Op.Key) {
+				return true
+			}
+		}
+		return false
+	}
 	for k := range ls.tried {
 		gs := grants[k]
 		if n := len(nodes[k.ep]); n > 1 {
 			gs = majority(gs, n, idx.fig.opTimeout)
 		}
-		if ws := validWindows(gs, blind[k], releases[k], attempts[k], idx.meta.LeaseTTL, idx.meta.Assumptions.DriftBound); len(ws) > 0 {
+		if ws := validWindows(gs, blind[k], releases[k], attempts[k], rewritten, idx.meta.LeaseTTL, idx.meta.Assumptions.DriftBound); len(ws) > 0 {
 			ls.windows[k] = ws
 		}
 	}
@@ -198,13 +221,16 @@ func cutSlack(p *history.Event, ttl time.Duration, drift float64) time.Duration 
 // the key held the value then), and no acquire of the value other than the grant may have landed
 // between the release and that renewal to put it back (an election's value is its candidate ID, the
 // same every term, and its release, which also compares the term, finds a later term in the key and
-// leaves it).
-func validWindows(gs, blind []*history.Event, rels []release, attempts []*history.Event, ttl time.Duration, drift float64) []validWindow {
+// leaves it), nor did anything else (rewritten: another owner's grant, which shows the value gone, or a
+// revival, which may have brought it back).
+func validWindows(gs, blind []*history.Event, rels []release, attempts []*history.Event, rewritten func(g *history.Event, from, to time.Duration) bool,
+	ttl time.Duration, drift float64) []validWindow {
 	// survived reports whether r, a release of g's value, is shown by the history not to have
 	// deleted the value g set.
 	survived := func(r release, g *history.Event) bool {
 		for _, n := range gs {
-			if n.Op.Kind != history.OpRenew || n.Op.Owner != g.Op.Owner || n.Op.Owner == history.AnyOwner || n.At < r.done {
+			if n.Op.Kind != history.OpRenew || n.Op.Owner != g.Op.Owner || n.Op.Owner == history.AnyOwner || n.At < r.done ||
+				rewritten(g, r.e.At, n.At) {
 				continue
 			}
 			back := false // an acquire of the value that may have put it back after r

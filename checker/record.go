@@ -218,12 +218,19 @@ func noteSlots(note string) []slotRange {
 	return rs
 }
 
-// ttlOf is the TTL a write set: its own, and none (forever) when it set none.
-func ttlOf(e *history.Event) time.Duration {
+// ttlOf is the life a write may give a value: the TTL it set (forever when it set none), but no more
+// than declared, the lease TTL the system declares (when it declares one). A key a system's own writes
+// keep past the TTL it declares keeps the endpoint from everyone by the system's own doing, as another
+// instance's extension does, and buys it no time: the bounds are the declared TTL's.
+func ttlOf(e *history.Event, declared time.Duration) time.Duration {
+	ttl := history.Infinity
 	if e.Op.TTL > 0 {
-		return e.Op.TTL + ExpiryTick
+		ttl = e.Op.TTL
 	}
-	return history.Infinity
+	if declared > 0 {
+		ttl = min(ttl, declared)
+	}
+	return addSat(ttl, ExpiryTick)
 }
 
 func addSat(t, d time.Duration) time.Duration {
@@ -315,7 +322,7 @@ func buildKey(idx *index, ef *effects, kr *keyRecord, ops []*history.Event, revi
 	}
 	for _, v := range kr.values {
 		all := append(slices.Clone(v.renews), anyRenews...)
-		v.alive = v.spans(ef, cuts, all, revs)
+		v.alive = v.spans(ef, cuts, all, revs, idx.meta.LeaseTTL)
 		v.own = v.alive
 		var own []*history.Event
 		for _, r := range all {
@@ -326,14 +333,14 @@ func buildKey(idx *index, ef *effects, kr *keyRecord, ops []*history.Event, revi
 			}
 		}
 		if len(own) < len(all) {
-			v.own = v.spans(ef, cuts, own, revs)
+			v.own = v.spans(ef, cuts, own, revs, idx.meta.LeaseTTL)
 		}
 	}
 }
 
 // spans computes v's stretches from its incarnations (each acquire that carried it, each renewal
 // answered as granted), extended by renews.
-func (v *value) spans(ef *effects, cuts []cut, renews []*history.Event, revs []revival) []span {
+func (v *value) spans(ef *effects, cuts []cut, renews []*history.Event, revs []revival, declared time.Duration) []span {
 	slices.SortStableFunc(renews, byCall)
 	landing := func(e *history.Event) (time.Duration, bool) {
 		l, ok := ef.landing(e)
@@ -382,11 +389,11 @@ func (v *value) spans(ef *effects, cuts []cut, renews []*history.Event, revs []r
 				if e := ef.earliest(r); e >= min(end, stop) {
 					continue // it lands, if at all, once the value is gone: it revives nothing
 				}
-				end = max(end, addSat(min(l, end), ttlOf(r)))
+				end = max(end, addSat(min(l, end), ttlOf(r, declared)))
 			}
 			return end
 		}
-		born := addSat(birthHi, ttlOf(a))
+		born := addSat(birthHi, ttlOf(a, declared))
 		all := func(*history.Event) bool { return true }
 		full := extend(born, all, death)
 		spans = append(spans, span{ef.earliest(a), min(full, death)})

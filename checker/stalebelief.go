@@ -43,12 +43,13 @@ func checkStaleBelief(m *model, opts Options) Result {
 			// The stretches of the belief in which no value of its holder may be in the key.
 			for _, gap := range uncovered(span{b.from, b.to}, mine) {
 				// A holder whose calls could not complete (paused, stalled, cut off: the history shows
-				// its calls unanswered) finds out only once they can: its bound runs from then. One that
-				// ran meanwhile (not frozen) has its clock: its belief ends by its own lease's end, its
-				// last confirmed grant's request + TTL·(1 − drift bound), whatever it cannot hear.
+				// its calls unanswered) finds out only once they can: its bound runs from then. But it
+				// has its clock: its belief ends by its own lease's end, its last confirmed grant's
+				// request + TTL·(1 − drift bound), whatever it cannot hear, or, frozen then, as soon as
+				// it runs again (a freeze stops its timers, not its clock).
 				from := m.ef.readyWithin(b.inst, gap.from, bound)
-				if from > gap.from && !m.frozenWithin(b.inst, gap.from, from) {
-					from = min(from, max(gap.from, m.leaseEndBefore(b.inst, ep, gap.from)))
+				if from > gap.from {
+					from = min(from, max(gap.from, m.thawedBy(b.inst, m.leaseEndBefore(b.inst, ep, gap.from))))
 				}
 				over := gap.to - from - bound
 				if over <= 0 {
@@ -104,19 +105,22 @@ func uncovered(s span, cover []span) []span {
 	return out
 }
 
-// frozenWithin reports whether instance in was paused at some moment of [from, to]: frozen, it could
-// neither hear nor keep time.
-func (m *model) frozenWithin(in string, from, to time.Duration) bool {
+// thawedBy is t, or, when instance in was frozen (paused or stalled) at t, the end of that freeze (and of
+// any freeze that follows without a break): the first moment from t at which it runs.
+func (m *model) thawedBy(in string, t time.Duration) time.Duration {
 	ie := m.ef.inst[in]
 	if ie == nil {
-		return false
+		return t
 	}
-	for _, p := range ie.paused {
-		if p.from <= to && from <= p.to {
-			return true
+	for changed := true; changed; {
+		changed = false
+		for _, f := range ie.frozen() {
+			if f.from <= t && t < f.to {
+				t, changed = f.to, true
+			}
 		}
 	}
-	return false
+	return t
 }
 
 // leaseEndBefore is the end of instance in's last confirmed lease of ep that began at or before t (0

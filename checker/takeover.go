@@ -64,29 +64,43 @@ func (m *model) takeover(ep string, e time.Duration, holder string, next *histor
 	if keyWhy != "" {
 		move(keyAt, keyWhy)
 	}
-	assign := m.meta.Kind == "lease" && m.fig.heartbeat > 0
-	for changed := true; changed; {
-		changed = false
-		before := owed
-		if g, why, ok := m.guardAt(ep, owed); ok {
-			move(g, why)
-		}
-		if assign {
-			for _, a := range m.assignees(ep, holder, next, e, owed, handoff) {
-				if w, why, ok := m.waitFor(a, owed); ok {
-					move(w, why)
+	// The rest is a fixpoint of the guard, the assignment and the fleet's readiness. The endpoint may be
+	// assigned to any of several instances, and the history does not say which: each is a world of its
+	// own, settled on its own, and the endpoint is owed at the latest of them. (Settled together, one
+	// world's wait would be judged at the moment another's ended: an assignee that could act when the
+	// endpoint moved to it would be waited for again for an impediment that befell it later.)
+	// Who the assignees are depends on how long the endpoint is owed (an instance that tries to acquire
+	// it meanwhile is one): the set is read again until the latest world stops moving.
+	worst, worstWhy, inf, _ := m.settle(ep, owed, "")
+	if !inf && m.meta.Kind == "lease" && m.fig.heartbeat > 0 {
+		memo := map[worldKey]world{}
+		settled := map[string]bool{}
+		for grew := true; grew && !inf; {
+			grew = false
+			for _, a := range m.assignees(ep, holder, next, e, worst, handoff) {
+				if settled[a] {
+					continue
+				}
+				settled[a] = true
+				w := m.assignedWorld(ep, a, owed, memo)
+				if w.inf {
+					worst, worstWhy, inf = w.owed, w.why, true
+					break
+				}
+				if w.owed > worst {
+					worst, worstWhy, grew = w.owed, w.why, true
 				}
 			}
 		}
-		if r, who := m.someoneReady(owed); r > owed {
-			if r == history.Infinity {
-				ob.deadline = history.Infinity
-				ob.why = append(ob.why, "no live instance could take it over")
-				return ob
-			}
-			move(r, fmt.Sprintf("no live instance could act before %v (%s was the first unimpeded for the detection latency %v)", round(r), who, d))
-		}
-		changed = owed != before
+	}
+	if inf {
+		ob.deadline = history.Infinity
+		ob.why = append(ob.why, worstWhy...)
+		return ob
+	}
+	if worst > owed {
+		owed = worst
+		ob.why = append(ob.why, worstWhy...)
 	}
 	taker := ""
 	if next != nil {
@@ -103,7 +117,7 @@ func (m *model) takeover(ep string, e time.Duration, holder string, next *histor
 				taker, by.Fault.ID, by.Fault.Name, by.Fault.Params["rate"], s))
 		}
 	}
-	ob.deadline = owed + FailoverTolerance
+	ob.deadline = addSat(owed, FailoverTolerance)
 	ob.why = append(ob.why, fmt.Sprintf("owed at %v, plus the tolerance %v", round(owed), FailoverTolerance))
 	return ob
 }
@@ -366,10 +380,8 @@ func (m *model) assignees(ep, holder string, next *history.Event, e, owed time.D
 	}
 	add(holder)
 	members := func(t time.Duration) {
-		for _, in := range m.instances {
-			if ie := m.ef.inst[in]; ie != nil && ie.start <= t && m.ef.presenceEnd(in, t) > t {
-				add(in)
-			}
+		for _, in := range m.membersAt(t) {
+			add(in)
 		}
 	}
 	if handoff {
@@ -397,22 +409,113 @@ func (m *model) assignees(ep, holder string, next *history.Event, e, owed time.D
 
 // waitFor is until when the fleet may leave ep to assignee a, which is not ready at t: until it is
 // ready again, or until the others can no longer count it a member (its heartbeat ran out), whichever
-// comes first.
-func (m *model) waitFor(a string, t time.Duration) (time.Duration, string, bool) {
+// comes first; gone says it is the latter, when the endpoint is assigned afresh.
+func (m *model) waitFor(a string, t time.Duration) (until time.Duration, why string, gone, ok bool) {
 	r := m.ef.ready(a, t)
 	if r <= t {
-		return 0, "", false
+		return 0, "", false, false
 	}
 	p := m.ef.presenceEnd(a, t)
 	w := min(r, p)
 	if w <= t {
-		return 0, "", false
+		return 0, "", false, false
 	}
 	if p <= r {
 		return w, fmt.Sprintf("the endpoint was %s's, which could not act, until its heartbeat ran out at %v (its last write may have landed at %v, heartbeat TTL %v)",
-			a, round(p), round(m.ef.inst[a].lastWrite), m.fig.heartbeatTTL), true
+			a, round(p), round(m.ef.inst[a].lastWrite), m.fig.heartbeatTTL), true, true
 	}
-	return w, fmt.Sprintf("the endpoint was %s's, which could act again at %v (unimpeded for the detection latency %v)", a, round(r), m.fig.detect()), true
+	return w, fmt.Sprintf("the endpoint was %s's, which could act again at %v (unimpeded for the detection latency %v)", a, round(r), m.fig.detect()), false, true
+}
+
+// settle is the fixpoint from t of the guard, assignee a's wait (none when a is ""), and the fleet's
+// readiness: the moment the endpoint is owed in the world where it is a's, with the reasons; inf when
+// no live instance could ever take it over. gone is when a's wait ended because the others counted a
+// gone (0 when it did not): the endpoint was assigned afresh then.
+func (m *model) settle(ep string, t time.Duration, a string) (owed time.Duration, why []string, inf bool, gone time.Duration) {
+	owed = t
+	move := func(to time.Duration, w string) {
+		if to > owed {
+			owed = to
+			why = append(why, w)
+		}
+	}
+	d := m.fig.detect()
+	for changed := true; changed; {
+		before := owed
+		if g, w, ok := m.guardAt(ep, owed); ok {
+			move(g, w)
+		}
+		if a != "" {
+			if w, r, g, ok := m.waitFor(a, owed); ok {
+				move(w, r)
+				if g {
+					gone = w
+				}
+			}
+		}
+		if r, who := m.someoneReady(owed); r > owed {
+			if r == history.Infinity {
+				return history.Infinity, append(why, "no live instance could take it over"), true, 0
+			}
+			move(r, fmt.Sprintf("no live instance could act before %v (%s was the first unimpeded for the detection latency %v)", round(r), who, d))
+		}
+		changed = owed != before
+	}
+	return owed, why, false, gone
+}
+
+// world is the endpoint's obligation in one world of its assignment.
+type world struct {
+	owed time.Duration
+	why  []string
+	inf  bool
+}
+
+type worldKey struct {
+	a  string
+	at time.Duration
+}
+
+// assignedWorld settles the world in which ep is assigned to a from t. When the fleet's wait for a ends
+// because the others count it gone, they assign ep afresh among the members they count then: each of
+// those is a world from that moment, and the latest of them is this world's. Each such move comes at a
+// member's heartbeat expiry, later than the one before, so the chains end; memo keeps each (member,
+// moment) settled once.
+func (m *model) assignedWorld(ep, a string, t time.Duration, memo map[worldKey]world) world {
+	k := worldKey{a, t}
+	if w, ok := memo[k]; ok {
+		return w
+	}
+	owed, why, inf, gone := m.settle(ep, t, a)
+	w := world{owed: owed, why: why, inf: inf}
+	if !inf && gone > t {
+		for _, b := range m.membersAt(gone) {
+			if b == a {
+				continue
+			}
+			sub := m.assignedWorld(ep, b, gone, memo)
+			if sub.inf || sub.owed > w.owed {
+				w = world{owed: sub.owed, inf: sub.inf,
+					why: append(append(slices.Clone(why), fmt.Sprintf("the others counted %s gone at %v and assigned the endpoint afresh among their members: it may have gone to %s", a, round(gone), b)), sub.why...)}
+				if sub.inf {
+					break
+				}
+			}
+		}
+	}
+	memo[k] = w
+	return w
+}
+
+// membersAt lists the instances the others count members at t: started, and present by their writes.
+func (m *model) membersAt(t time.Duration) []string {
+	var out []string
+	for _, in := range m.instances {
+		if ie := m.ef.inst[in]; ie != nil && ie.start <= t && m.ef.presenceEnd(in, t) > t {
+			out = append(out, in)
+		}
+	}
+	return out
 }
 
 // someoneReady returns the earliest moment at or after t at which some member of the fleet has been
