@@ -56,3 +56,29 @@ func TestAbortedStart(t *testing.T) {
 	_, _, err = chaos.AbortedStart{After: time.Second}.Apply(context.Background(), &fakeEnv{})
 	require.ErrorIs(t, err, chaos.ErrUnsupported)
 }
+
+// answeringEnv is a fakeEnv whose Stop returns err.
+type answeringEnv struct {
+	fakeEnv
+	err error
+}
+
+func (e *answeringEnv) Stop(_ context.Context, id string) error {
+	e.log("stop " + id)
+	return e.err
+}
+
+// A plain stop whose instance stopped but whose own Stop returned an error (releases it could not send
+// while its backend was down) is carried out: the error is recorded as the system's answer. Any other
+// error of the environment's is the fault's failure.
+func TestAStopAnsweredWithAnErrorIsCarriedOut(t *testing.T) {
+	env := &answeringEnv{fakeEnv: fakeEnv{live: []string{"a"}}, err: &chaos.StopAnswer{Err: errors.New("release: connection refused")}}
+	_, a, err := chaos.Stop{Slot: 0}.Apply(context.Background(), env)
+	require.NoError(t, err)
+	require.Equal(t, "release: connection refused", a.Params["stop_error"])
+
+	env = &answeringEnv{fakeEnv: fakeEnv{live: []string{"a"}}, err: errors.New("Stop panicked")}
+	_, a, err = chaos.Stop{Slot: 0}.Apply(context.Background(), env)
+	require.ErrorContains(t, err, "Stop panicked")
+	require.Empty(t, a.Params["stop_error"])
+}

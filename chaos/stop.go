@@ -13,7 +13,8 @@ import (
 // was started with is cancelled first (as signal.NotifyContext does), then Stop is called. Its link
 // stays up throughout, so a system that still releases on the way out hands over at once; one that
 // leaves its leases to expire hands over a lease TTL later. What Stop returns is recorded with the
-// fault ("stop_error"); the handoff is what the checker judges.
+// fault ("stop_error"), with or without Signal: an instance whose Stop could not release (its backend
+// down, say) has stopped all the same, and the handoff is what the checker judges.
 type Stop struct {
 	Slot int `json:"slot"`
 	// Of, when set, targets the instance holding this endpoint (or leading this role) instead of Slot.
@@ -30,6 +31,13 @@ type Signaller interface {
 	SignalStop(ctx context.Context, id string) (stopErr, err error)
 }
 
+// StopAnswer is what an Env's Stop returns when the instance stopped but its own Stop returned an error:
+// the system's answer, recorded with the fault ("stop_error"), not a failure to carry the fault out.
+type StopAnswer struct{ Err error }
+
+func (e *StopAnswer) Error() string { return e.Err.Error() }
+func (e *StopAnswer) Unwrap() error { return e.Err }
+
 // Name implements Fault.
 func (Stop) Name() string { return "stop" }
 
@@ -41,7 +49,12 @@ func (f Stop) Apply(ctx context.Context, env Env) (func(context.Context) error, 
 	}
 	a := Applied{Targets: []string{id}, Removes: true, Params: map[string]string{"slot": strconv.Itoa(f.Slot)}}
 	if !f.Signal {
-		return nil, a, env.Stop(ctx, id)
+		err := env.Stop(ctx, id)
+		if sa, ok := err.(*StopAnswer); ok {
+			a.Params["stop_error"] = sa.Err.Error()
+			err = nil
+		}
+		return nil, a, err
 	}
 	a.Params["signal"] = "start context cancelled, then Stop"
 	sig, ok := env.(Signaller)

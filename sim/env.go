@@ -376,10 +376,17 @@ func (r *runner) Stop(ctx context.Context, id string) error {
 	serr, perr := r.stop(ctx, in)
 	kerr := r.kill(in)
 	r.rec.Add(history.Event{Kind: history.KindLifecycle, At: r.rec.Now(), Instance: id, Lifecycle: &history.Lifecycle{Change: history.LifeStopped}})
-	if serr = errors.Join(serr, perr); serr != nil {
-		return errors.Join(fmt.Errorf("sim: graceful stop of %s: %w", id, serr), kerr)
+	switch {
+	case perr != nil || kerr != nil:
+		if perr = errors.Join(serr, perr); perr != nil {
+			return errors.Join(fmt.Errorf("sim: graceful stop of %s: %w", id, perr), kerr)
+		}
+		return kerr
+	case serr != nil:
+		// The instance stopped; what its Stop returned (releases it could not send, say) is its answer.
+		return &chaos.StopAnswer{Err: fmt.Errorf("graceful stop of %s: %w", id, serr)}
 	}
-	return kerr
+	return nil
 }
 
 // SignalStop implements chaos.Signaller: the instance's start context is cancelled, as
