@@ -91,7 +91,7 @@ func (ef *effects) showsImpediment(in string, c *history.Event) bool {
 		}
 	}
 	for _, b := range ef.backend {
-		if b.from <= g && c.At <= b.to {
+		if b.from <= g && c.At <= b.to && b.reaches(c) {
 			return true
 		}
 	}
@@ -114,11 +114,18 @@ func (ef *effects) explained(in string, c *history.Event) (time.Duration, time.D
 		}
 	}
 	for _, b := range ef.backend {
-		if b.from <= end && c.At <= b.to {
+		if b.from <= end && c.At <= b.to && b.reaches(c) {
 			from, end = min(from, b.from), max(end, b.to)
 		}
 	}
 	return from, end
+}
+
+// reaches reports whether the backend fault of w can have held call c: it concerns every key, or c's
+// key lies in the slots it concerns (a call that names no key, a probe, may have gone to any node). A
+// fault of one shard holds no call to another.
+func (w backendWindow) reaches(c *history.Event) bool {
+	return c.Op.Key == "" || touches(w.slots, c.Op.Key)
 }
 
 // answersFrom returns, for one instance's ops (in call order), the earliest reply to a call sent at or

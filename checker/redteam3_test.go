@@ -431,3 +431,35 @@ func TestRedTeam3ALateLandingHeartbeatDoesNotBridgeALapsedPresence(t *testing.T)
 	require.Equal(t, Violated, o, msg)
 	require.Contains(t, msg, "owed at 8.032s")
 }
+
+// GAP (false pass). A fault of one shard of a cluster is taken to hold a call to another.
+//
+// Cluster topology. a holds e1 and crashes at 5.5 s (e1 owed at 8.022 s). b heartbeats until 7.5 s
+// and sends one call, a renewal of e2's key (slot 4601), at 7.6 s that goes unanswered (given up
+// 7.9 s); then it is silent until it takes e1 at 11 s. The primary of the third shard (slots
+// 10923-16383: neither e1's key, slot 8602, nor e2's) is killed over [7.5 s, 12 s].
+//
+// What the model did: explained() let any backend fault window explain an unanswered call, whatever
+// its key: b was impeded over the shard's whole outage, ready at 12 + 1.3 s, and the fleet owed e1
+// only then (deadline 13.401 s); b at 11 s passed.
+//
+// What the history proves: the shard that failed serves neither key; b's call went to a live shard,
+// and shows b impeded only until its caller gave up (7.9 s). b was ready at 9.2 s, and e1 was owed
+// then (deadline 9.301 s): b at 11 s is late. Control: the same fault on the shard of e2's key
+// (0-5460) explains the call, and 11 s is in time.
+func TestRedTeam3AFaultOfAnotherShardDoesNotImpedeACall(t *testing.T) {
+	s := time.Second
+	base := func(slots string) *builder {
+		b := newBuilder().assume(0.01).with(func(m *history.Meta) { m.Assumptions.Topology = "cluster" }).
+			life("a", history.LifeStarted, 0).life("b", history.LifeStarted, 0).
+			hold("a", "e1", ms(10), 5*s+ms(500)).beats("a", ms(20), 5*s+ms(500)).
+			fault("f1", "crash", 5*s+ms(500), 5*s+ms(500), true, false, "a").life("a", history.LifeCrashed, 5*s+ms(500)).
+			beats("b", ms(25), 7*s+ms(500)).lost("b", history.OpRenew, "e2", "b:1", 7*s+ms(600)).
+			faultP("f2", "shard-primary-kill", 7*s+ms(500), 12*s, map[string]string{ShardSlotsParam: slots})
+		return b.rtTake("b", 11*s).rtToken("b", "e1", 2)
+	}
+	o, msg := rtOutcome(t, rtCheck(base("0-5460")), InvFailover)
+	require.Equal(t, Pass, o, "control: the fault of e2's shard holds b's call: %s", msg)
+	o, msg = rtOutcome(t, rtCheck(base("10923-16383")), InvFailover)
+	require.Equal(t, Violated, o, msg)
+}
