@@ -149,6 +149,8 @@ type linkWindow struct {
 	// for data a hold keeps delivering at its own time).
 	fastReq time.Duration
 	until   time.Duration
+	// match, for a hold of some requests only, is what a request's bytes contain to be held.
+	match string
 }
 
 // backendWindow is a stretch in which the backend (or the part of it a set of slots lives on) could not
@@ -209,7 +211,7 @@ func (ef *effects) readFaults() {
 			if f.Params["match"] != "" {
 				fastReq = 0 // a request that does not match is not held
 			}
-			w := linkWindow{fault: fe, from: from, to: to, req: req, rep: rep, fastReq: fastReq, until: to}
+			w := linkWindow{fault: fe, from: from, to: to, req: req, rep: rep, fastReq: fastReq, until: to, match: f.Params["match"]}
 			// Data held when a hold ends keeps its own time, and data sent after it on the same
 			// connection waits behind it: the window's effect lasts one delay longer.
 			w.to = to + max(req, rep)

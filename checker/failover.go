@@ -125,7 +125,7 @@ func (m *model) checkStopReleases(c *collector) int {
 		s := ie.gone
 		promise := m.ef.releaseBy(in, s) + FailoverTolerance
 		for _, ep := range m.pollEndpoints() {
-			_, _, leased := m.ls.at(in, ep, s)
+			w, _, leased := m.ls.at(in, ep, s)
 			believed := false
 			for _, b := range m.believed(ep) {
 				if b.inst == in && b.from <= s && s < b.to {
@@ -136,12 +136,19 @@ func (m *model) checkStopReleases(c *collector) int {
 				continue
 			}
 			judged++
+			// The release must be of what it held at the stop: sent after that value's grant, and of
+			// that value (a release of an earlier holding, sent before, released nothing it held then).
 			var rel *history.Event
 			for _, e := range m.opsOf(ep) {
-				if e.Instance == in && e.Op.Kind == history.OpRelease && e.At >= s-m.fig.cadence() {
-					rel = e
-					break
+				if e.Instance != in || e.Op.Kind != history.OpRelease || e.At < s-m.fig.cadence() {
+					continue
 				}
+				if leased && (e.At < w.first.At || !slices.Contains([]string{w.first.Op.Owner, w.last.Op.Owner, history.AnyOwner}, e.Op.Owner) &&
+					w.last.Op.Owner != history.AnyOwner) {
+					continue
+				}
+				rel = e
+				break
 			}
 			if (rel != nil && rel.At <= promise) || (!m.rec.modelled(ep) && !m.ls.any) {
 				continue // released; or a backend whose calls are not modelled, where no release shows

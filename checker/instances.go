@@ -286,11 +286,53 @@ func (ef *effects) slowdown(in string, t time.Duration) (time.Duration, *history
 	var worst time.Duration
 	var by *history.Event
 	for _, w := range ef.links[in] {
-		if w.contains(t) && w.req+w.rep > worst {
-			worst, by = w.req+w.rep, w.fault
+		// The round trip in hand (a taker's acquire or poll) matches no hold of some requests only,
+		// unless it queues behind one that does.
+		if d := ef.reqDelay(in, w, "", true, t) + w.repDelay(t); d > worst {
+			worst, by = d, w.fault
 		}
 	}
 	return worst, by
+}
+
+// reqDelay is how long window w may hold a request instance in sends at t, whose bytes are cmd (known
+// false: not known, taken to match a hold of some requests). While the fault lasts (to w.until) a
+// request it holds waits req; one it does not hold, or one sent after the fault ended, waits only behind
+// what was held before it on the link, which keeps its own time: delivered by its send + req.
+func (ef *effects) reqDelay(in string, w linkWindow, cmd string, known bool, t time.Duration) time.Duration {
+	if w.req <= 0 || !w.contains(t) {
+		return 0
+	}
+	held := w.match == "" || !known || strings.Contains(cmd, w.match)
+	if held && t <= w.until {
+		return w.req
+	}
+	last := time.Duration(-1) // the latest send held before t
+	if w.match == "" {
+		last = min(t, w.until)
+	} else {
+		for _, e := range ef.idx.byInst[in] {
+			if e.At >= w.from && e.At <= min(t, w.until) && strings.Contains(e.Op.Command, w.match) {
+				last = max(last, e.At)
+			}
+		}
+	}
+	if last < 0 {
+		return 0
+	}
+	return max(0, last+w.req-t)
+}
+
+// repDelay is how long window w may hold a reply sent at t: rep while the fault lasts, and after it
+// only as long as the replies held before it take to come out.
+func (w linkWindow) repDelay(t time.Duration) time.Duration {
+	if w.rep <= 0 || !w.contains(t) {
+		return 0
+	}
+	if t <= w.until {
+		return w.rep
+	}
+	return max(0, w.until+w.rep-t)
 }
 
 func (w linkWindow) contains(t time.Duration) bool { return t >= w.from && t <= w.to }
@@ -316,9 +358,7 @@ func (ef *effects) releaseBy(in string, s time.Duration) time.Duration {
 func (ef *effects) requestDelay(in string, t time.Duration) time.Duration {
 	var d time.Duration
 	for _, w := range ef.links[in] {
-		if w.contains(t) {
-			d = max(d, w.req)
-		}
+		d = max(d, ef.reqDelay(in, w, "", false, t))
 	}
 	return d
 }

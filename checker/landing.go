@@ -31,9 +31,15 @@ func (ef *effects) landing(e *history.Event) (time.Duration, bool) {
 		return 0, false
 	}
 	land := to
+	// Sent at some moment from its call to its give-up, a request lands by that moment and what its
+	// link held it for then: at the latest send, or at the last moment the fault itself held it.
 	for _, w := range ef.links[e.Instance] {
 		if w.req > 0 && w.from <= to && from < w.to {
-			land = max(land, min(to, w.to)+w.req)
+			hi := min(to, w.to)
+			land = max(land, hi+ef.reqDelay(e.Instance, w, e.Op.Command, true, hi))
+			if s := min(hi, w.until); s >= max(from, w.from) {
+				land = max(land, s+ef.reqDelay(e.Instance, w, e.Op.Command, true, s))
+			}
 		}
 	}
 	for _, b := range ef.backend {

@@ -54,7 +54,8 @@ func checkLiveness(m *model, gaps []gapJudgement, opts Options) Result {
 		}
 		c.add(v)
 	}
-	paused := checkPausedSessions(m, &c)
+	var caught collector
+	paused := checkPausedSessions(m, &c, &caught)
 	scope := "no timing recorded (an older history), so starvation was not judged"
 	if m.fig.timed {
 		scope = fmt.Sprintf("%s judged against the deadlines the model derives", count(judged, "gap between valid polls", "gaps between valid polls"))
@@ -63,14 +64,15 @@ func checkLiveness(m *model, gaps []gapJudgement, opts Options) Result {
 		}
 	}
 	scope += "; " + count(paused, "pause or removal", "pauses or removals") + " judged"
-	return c.result(InvLiveness, opts.MaxViolations,
+	return verdict(InvLiveness, opts.MaxViolations, &c, &caught,
 		"every active endpoint was polled when owed and no paused session was: "+scope,
+		count(len(caught.list), "paused session was", "paused sessions were")+" polled by a poll a fault outside the assumptions held back: "+scope,
 		count(len(c.list), "liveness violation", "liveness violations")+" (endpoints unpolled past their deadline, or paused sessions polled): "+scope)
 }
 
 // checkPausedSessions adds a violation for each pause or removal after which the endpoint was polled
 // too late, and returns how many pauses and removals it judged.
-func checkPausedSessions(m *model, c *collector) int {
+func checkPausedSessions(m *model, c, caught *collector) int {
 	grace := pausedGrace(m.fig)
 	judged := 0
 	for ep, evs := range m.sessions {
@@ -97,10 +99,19 @@ func checkPausedSessions(m *model, c *collector) int {
 				continue
 			}
 			p := late[0]
-			c.add(Violation{At: p.At, Endpoint: ep, Instances: []string{p.Instance}, Events: []int64{e.Seq, p.Seq},
+			v := Violation{At: p.At, Endpoint: ep, Instances: []string{p.Instance}, Events: []int64{e.Seq, p.Seq},
 				From: e.At, To: p.At, Over: p.At - limit,
 				Message: fmt.Sprintf("%s was %s at %v but %s polled it at %v (%d polls after the grace of %v: detection latency, a poll interval and the tolerance)",
-					ep, e.Session.Change, e.At, p.Instance, p.At, len(late), grace)})
+					ep, e.Session.Change, e.At, p.Instance, p.At, len(late), grace)}
+			// A poll a freeze held from before the pause (it goes out on waking) is the freeze's doing,
+			// as far as the freeze's length reaches.
+			if o := m.scope.explains(e.At, p.At, p.At-limit, p.Instance); len(o) > 0 && len(late) == 1 {
+				v.Outside = o
+				v.Message += "; outside the assumptions (" + strings.Join(o, ", ") + ")"
+				caught.add(v)
+				continue
+			}
+			c.add(v)
 		}
 	}
 	return judged

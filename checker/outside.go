@@ -112,8 +112,9 @@ func (s *scope) reach(o outsideFault, insts []string) (magnitude time.Duration, 
 			return 0, 0, 0, false
 		}
 		// A frozen instance acts on what it decided before the freeze as it wakes, and keeps its cadence
-		// after: what it does more than a cadence after waking is not the pause's doing.
-		return d, f.At, end + d + s.idx.fig.cadence(), true
+		// after: what it does more than a cadence after waking is not the pause's doing. (How much of
+		// a finding it explains is what it froze of the finding: see explains.)
+		return d, f.At, end + s.idx.fig.cadence(), true
 	case f.Fault.Name == driftFault:
 		if math.IsNaN(o.rate) || o.rate <= 0 {
 			return history.Infinity, f.At, history.Infinity, true
@@ -139,9 +140,17 @@ func (s *scope) reach(o outsideFault, insts []string) (magnitude time.Duration, 
 // explains only a finding that lies inside its stretch: what went past the promise must have begun
 // after the loss began (a holder already stale before it was not made stale by it) and ended by the
 // stretch's end.
+//
+// A pause explains no more of the part past the promise than it froze of it: the time from when it took
+// hold to its instance's wake, and the poll in flight it held, which goes out on waking (a poll's
+// duration). Pauses of one instance add up only as far as they froze that part; time the instance ran
+// in between is its own, its clock running (a pause that ended before the promise held back nothing the
+// instance did after it).
 func (s *scope) explains(from, to, excess time.Duration, insts ...string) []string {
 	var out []string
 	var total time.Duration
+	var frozen []span
+	past := span{to - max(excess, 0), to}
 	for _, o := range s.outside {
 		m, f, t, ok := s.reach(o, insts)
 		if !ok || f > to || t < from {
@@ -150,11 +159,46 @@ func (s *scope) explains(from, to, excess time.Duration, insts ...string) []stri
 		if m == history.Infinity && (to-max(excess, 0) < f-FailoverTolerance || to > t+FailoverTolerance) {
 			continue
 		}
+		if EffectOf(o.e.Fault) == EffectPaused {
+			held := s.froze(o, insts, past)
+			if len(held) == 0 && excess > 0 {
+				continue
+			}
+			frozen = append(frozen, held...)
+			out = append(out, o.label())
+			continue
+		}
 		out = append(out, o.label())
 		total = addSat(total, m)
 	}
+	for _, sp := range mergeSpans(frozen) {
+		total = addSat(total, sp.to-sp.from)
+	}
 	if len(out) == 0 || addSat(total, FailoverTolerance) < excess {
 		return nil
+	}
+	return out
+}
+
+// froze returns the parts of within that pause o froze of insts: from each freeze's hold to its wake
+// and the poll in flight it held (a poll's duration).
+func (s *scope) froze(o outsideFault, insts []string, within span) []span {
+	var out []span
+	end := s.idx.faultEnd(o.e)
+	for _, t := range o.e.Fault.Targets {
+		ie := s.ef.inst[t]
+		if ie == nil || !slices.Contains(insts, t) {
+			continue
+		}
+		for _, p := range ie.paused {
+			if p.from < o.e.At || p.from > end {
+				continue
+			}
+			sp := span{max(p.from, within.from), min(addSat(min(p.to, s.idx.end), s.idx.fig.pollDuration), within.to)}
+			if sp.to > sp.from {
+				out = append(out, sp)
+			}
+		}
 	}
 	return out
 }

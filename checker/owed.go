@@ -136,7 +136,7 @@ func (m *model) gapsOf(ep string, a history.Window) []gapJudgement {
 			// A poll is recorded when it ends: one that began less than a poll's duration before the
 			// end of the run is not in the history. The gap is late only if a poll meeting the deadline
 			// would have been recorded.
-			g.late = g.ob.deadline+m.fig.pollDuration < g.to
+			g.late = addSat(g.ob.deadline, m.fig.pollDuration) < g.to
 		default:
 			g.late = g.ob.deadline < g.to
 		}
@@ -301,8 +301,18 @@ func (m *model) holdingEndOf(ep, in string, t time.Duration, beliefs bool) (time
 			}
 		}
 	}
+	// A release or a refused renewal ends the holding when it concerns the value held (one of the
+	// confirmed lease in force at t, when there is one): a call about another value of the key leaves
+	// the holding as it was.
+	var held []string
+	if w, _, ok := m.ls.at(in, ep, t); ok {
+		held = []string{w.first.Op.Owner, w.last.Op.Owner}
+	}
+	concerns := func(e *history.Event) bool {
+		return len(held) == 0 || e.Op.Owner == history.AnyOwner || slices.Contains(held, e.Op.Owner) || slices.Contains(held, history.AnyOwner)
+	}
 	for _, e := range m.opsOf(ep) {
-		if e.Instance != in || e.At < t {
+		if e.Instance != in || e.At < t || !concerns(e) {
 			continue
 		}
 		switch {

@@ -87,7 +87,7 @@ func TestRedTeam3ABeliefOutlivesItsKeyBehindAOneMillisecondPause(t *testing.T) {
 //
 // a holds e1 (hold: value a:10, renewals at k s + 10 ms to 5.01 s, polls at k s + 15 ms) and hands it
 // over at 5.6 s: its belief ends and its release is answered (deleted) at 5.602 s. b acquires e1 at
-// 5.65 s (granted 5.652 s, token 2) and polls it over [5.76 s, 5.86 s]. a polls e1 once more over
+// 5.65 s (granted 5.652 s, token 2) and polls it over [5.655 s, 5.695 s]. a polls e1 once more over
 // [5.70 s, 5.75 s] with token 1 (no fencing). Redis is restarted from a snapshot: the snapshot at 5.5 s
 // held a:10 (expiry 8.013 s), the restart at 6.2 s puts it back and drops b's value. b's renewal at
 // 6.25 s is refused and b lets e1 go; a's renewal of a:10 at 6.3 s is granted (the restored value is in
@@ -114,7 +114,7 @@ func TestRedTeam3APollAfterItsReleaseIsNotMadeValidByARestore(t *testing.T) {
 			belief("a", "e1", 5*s+ms(600), false, 1).release("a", "e1", "a:10", 5*s+ms(600)).
 			op("b", history.OpAcquire, "poll:lease:e1", "b:5650", 3*s, 5*s+ms(650), 5*s+ms(652), true, "").
 			held("b", "e1", 5*s+ms(652), 2, history.ReasonAcquired, 0).
-			poll("b", "e1", 5*s+ms(760), 5*s+ms(860), 2).
+			poll("b", "e1", 5*s+ms(655), 5*s+ms(695), 2).
 			op("b", history.OpRenew, "poll:lease:e1", "b:5650", 3*s, 6*s+ms(250), 6*s+ms(252), false, "").
 			belief("b", "e1", 6*s+ms(252), false, 2)
 		if comesBack {

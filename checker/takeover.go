@@ -352,8 +352,14 @@ func (m *model) guardAt(ep string, t time.Duration) (time.Duration, string, bool
 			continue
 		}
 		slots, _ := parseSlots(fe.Fault.Params[ShardSlotsParam])
+		from := fe.At
+		if strings.EqualFold(fe.Fault.Name, "redis-restart-from-snapshot") {
+			// The server serves on until the step ends, then restarts from the snapshot taken when it
+			// began: the loss begins at the restart.
+			from = m.faultEnd(fe)
+		}
 		if touched(slots, fe.Fault.WipedNode) {
-			consider(fe.At, m.faultEnd(fe), fe.Fault.ID+" "+fe.Fault.Name)
+			consider(from, m.faultEnd(fe), fe.Fault.ID+" "+fe.Fault.Name)
 		}
 	}
 	for _, n := range m.notes {
