@@ -1,7 +1,9 @@
 package checker
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -122,6 +124,14 @@ func lagBefore(m *model, lag *history.Lag, v Violation) (best LagFinding, sys st
 		return 0, false
 	}
 	var charged time.Duration
+	// Each sample's lateness lies somewhere in [its window's start − the lateness, the window's end]:
+	// lateness that different signals (or windows) saw in one stretch may be one stall seen twice, so
+	// the lateness a stretch of overlapping envelopes holds is at most its length.
+	type late struct {
+		env span
+		val time.Duration
+	}
+	var lates []late
 	for _, s := range lag.Samples {
 		val, source := time.Duration(0), ""
 		for _, c := range []struct {
@@ -144,10 +154,22 @@ func lagBefore(m *model, lag *history.Lag, v Violation) (best LagFinding, sys st
 			charged = max(charged, used)
 			continue
 		}
-		best.Covered += min(val, min(to, v.To)-max(from, lo))
+		env := span{max(from, lo), min(to, v.To)}
+		lates = append(lates, late{env, min(val, env.to-env.from)})
 		if val > best.Max {
 			best.Max, best.At, best.Source = val, s.At, source
 		}
+	}
+	slices.SortFunc(lates, func(a, b late) int { return cmp.Compare(a.env.from, b.env.from) })
+	for i := 0; i < len(lates); {
+		comp, sum := lates[i].env, lates[i].val
+		j := i + 1
+		for ; j < len(lates) && lates[j].env.from <= comp.to; j++ {
+			comp.to = max(comp.to, lates[j].env.to)
+			sum += lates[j].val
+		}
+		best.Covered += min(sum, comp.to-comp.from)
+		i = j
 	}
 	if charged > 0 && best.Max == 0 {
 		sys = fmt.Sprintf("the harness ran late there, but the system's own processes used %v of CPU in a %v window of a %d-CPU machine: that lag is the system's, and excuses nothing",

@@ -2,7 +2,9 @@ package checker
 
 import (
 	"cmp"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -95,6 +97,7 @@ func newLeases(idx *index) *leases {
 		}
 	}
 	revs := revivalsOf(idx)
+	clocks := clockRates(idx)
 	rewritten := func(g *history.Event, from, to time.Duration) bool {
 		for _, a := range granted[g.Endpoint] {
 			if a.Op.Owner != g.Op.Owner && a.End > from && a.At < to {
@@ -113,7 +116,7 @@ func newLeases(idx *index) *leases {
 		if n := len(nodes[k.ep]); n > 1 {
 			gs = majority(gs, n, idx.fig.opTimeout)
 		}
-		if ws := validWindows(gs, blind[k], releases[k], attempts[k], rewritten, idx.meta.LeaseTTL, idx.meta.Assumptions.DriftBound); len(ws) > 0 {
+		if ws := validWindows(gs, blind[k], releases[k], attempts[k], rewritten, clocks, idx.meta.LeaseTTL, idx.meta.Assumptions.DriftBound); len(ws) > 0 {
 			ls.windows[k] = ws
 		}
 	}
@@ -224,7 +227,7 @@ func cutSlack(p *history.Event, ttl time.Duration, drift float64) time.Duration 
 // leaves it), nor did anything else (rewritten: another owner's grant, which shows the value gone, or a
 // revival, which may have brought it back).
 func validWindows(gs, blind []*history.Event, rels []release, attempts []*history.Event, rewritten func(g *history.Event, from, to time.Duration) bool,
-	ttl time.Duration, drift float64) []validWindow {
+	clocks map[string][]clockRate, ttl time.Duration, drift float64) []validWindow {
 	// survived reports whether r, a release of g's value, is shown by the history not to have
 	// deleted the value g set.
 	survived := func(r release, g *history.Event) bool {
@@ -255,7 +258,7 @@ func validWindows(gs, blind []*history.Event, rels []release, attempts []*histor
 		if g.Op.TTL > 0 {
 			t = min(t, g.Op.TTL)
 		}
-		w := validWindow{from: g.End, to: g.At + time.Duration(float64(t)*(1-drift)), first: g, last: g}
+		w := validWindow{from: g.End, to: onClock(clocks[g.Instance], g.At, time.Duration(float64(t)*(1-drift))), first: g, last: g}
 		for _, r := range rels {
 			same := r.e.Op.Owner == g.Op.Owner || r.e.Op.Owner == history.AnyOwner || g.Op.Owner == history.AnyOwner
 			if same && r.done >= g.At && r.e.At < w.to && !survived(r, g) {
@@ -296,4 +299,58 @@ func validWindows(gs, blind []*history.Event, rels []release, attempts []*histor
 		out = append(out, w)
 	}
 	return out
+}
+
+// clockRate is a stretch in which an instance's clock ran at rate (1 = real time): a clock-drift fault
+// inside the drift bound (one beyond it lies outside the assumptions, and is judged as such).
+type clockRate struct {
+	from, to time.Duration
+	rate     float64
+}
+
+// clockRates reads, per instance, the stretches its clock drifted within the drift bound.
+func clockRates(idx *index) map[string][]clockRate {
+	b := idx.meta.Assumptions.DriftBound
+	out := map[string][]clockRate{}
+	for _, f := range idx.faults {
+		if !strings.EqualFold(f.Fault.Name, driftFault) || f.Fault.Err != "" {
+			continue
+		}
+		r, err := strconv.ParseFloat(f.Fault.Params["rate"], 64)
+		if err != nil || r <= 0 || math.Abs(r-1) > b+1e-9 {
+			continue
+		}
+		for _, in := range f.Fault.Targets {
+			out[in] = append(out[in], clockRate{f.At, idx.faultEnd(f), r})
+		}
+	}
+	return out
+}
+
+// onClock is the run-time moment at which a clock that ran at the rates given (1 outside them) has
+// advanced by local since t0: where a holder's deadline, local time after its request, falls. A clock
+// slow within the drift bound reaches it later than the run's clock does, one fast sooner; either way
+// the deadline the system computes on its own clock is what it can keep.
+func onClock(rates []clockRate, t0, local time.Duration) time.Duration {
+	if len(rates) == 0 {
+		return t0 + local
+	}
+	at, left := t0, float64(local)
+	for left > 0 {
+		rate, next := 1.0, time.Duration(math.MaxInt64)
+		for _, c := range rates {
+			switch {
+			case c.from <= at && at < c.to:
+				rate, next = c.rate, min(next, c.to)
+			case c.from > at:
+				next = min(next, c.from)
+			}
+		}
+		if next == time.Duration(math.MaxInt64) || float64(next-at)*rate >= left {
+			return at + time.Duration(left/rate)
+		}
+		left -= float64(next-at) * rate
+		at = next
+	}
+	return at
 }

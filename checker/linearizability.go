@@ -106,6 +106,14 @@ func buildLeaseHistory(idx *index) leaseHistory {
 			strict: op.Kind == history.OpAcquire && plainSetNX(op.Command)}
 		out := leaseOutput{unknown: unknown, ok: op.OK, value: op.Value}
 		switch {
+		case !unknown && !op.OK && op.Kind != history.OpRead && resetDuring(idx, e):
+			// A connection reset while the call was out: the client sent it again (go-redis re-sends
+			// after a lost reply, within the call), and the refusal may be the re-send's answer to what
+			// the first send did (a release that deleted, an acquire that set). It may have applied
+			// within [call, return], or not.
+			out.unknown = true
+			in.ret = int64(max(e.End, e.At))
+			lh.unknown++
 		case unknown:
 			in.ret = math.MaxInt64
 			lh.unknown++
@@ -383,4 +391,17 @@ func anyLeaseWrite(idx *index) bool {
 func plainSetNX(command string) bool {
 	f := strings.Fields(strings.ToLower(command))
 	return len(f) > 3 && f[0] == "set" && slices.Contains(f[3:], "nx")
+}
+
+// resetDuring reports whether a connection reset hit op e's instance while the call was out.
+func resetDuring(idx *index, e *history.Event) bool {
+	for _, f := range idx.faults {
+		if !strings.EqualFold(f.Fault.Name, "conn-reset") || f.At > e.End || idx.faultEnd(f) < e.At {
+			continue
+		}
+		if len(f.Fault.Targets) == 0 || slices.Contains(f.Fault.Targets, e.Instance) {
+			return true
+		}
+	}
+	return false
 }

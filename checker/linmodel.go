@@ -59,6 +59,10 @@ type leaseState struct {
 	// snap is what a snapshot taken in the course of a restart-from-snapshot fault held (its key and
 	// expiry, which Redis keeps as an absolute time), until the restore brings it back.
 	snap *snapState
+	// pendTTL is the TTL of the write that set the expiry when that write's outcome was unknown (its
+	// apply instant has no upper bound of its own): every operation linearized after it bounds that
+	// instant by its own return, and with it expHi.
+	pendTTL time.Duration
 }
 
 // snapState is a key as a snapshot held it.
@@ -101,7 +105,7 @@ func leaseModel() porcupine.Model {
 				_, _ = h.Write([]byte("\x00" + s.snap.owner))
 				_, _ = h.Write([]byte(fmt.Sprint(s.snap.expLo, s.snap.expHi)))
 			}
-			return h.Sum64() ^ uint64(s.expLo)*31 ^ uint64(s.expHi)*131 ^ uint64(s.now)*1009
+			return h.Sum64() ^ uint64(s.expLo)*31 ^ uint64(s.expHi)*131 ^ uint64(s.now)*1009 ^ uint64(s.pendTTL)*7919
 		},
 		Equal: func(a, b any) bool {
 			x, y := a.(leaseState), b.(leaseState)
@@ -134,6 +138,10 @@ func leaseModel() porcupine.Model {
 // stepLease returns every state the key can be in after in applied to s with outcome out. A snapshot
 // taken earlier is kept through every operation until a restore or a wipe.
 func stepLease(s leaseState, in leaseInput, out leaseOutput) []any {
+	if s.owner != "" && s.pendTTL > 0 && in.ret != math.MaxInt64 {
+		// The unknown write applied before this operation, which applied by its return.
+		s.expHi = min(s.expHi, expiryHi(in.ret, s.pendTTL))
+	}
 	next := stepKey(s, in, out)
 	if s.snap != nil && in.kind != opSnapshot && in.kind != opRestore && in.kind != opWipe {
 		for i, n := range next {
@@ -168,7 +176,7 @@ func stepKey(s leaseState, in leaseInput, out leaseOutput) []any {
 	// set is the key newly written by in.owner at an instant in [lo, aHi].
 	set := func(lo int64) leaseState {
 		lo = max(lo, aLo)
-		return leaseState{owner: in.owner, expLo: addTTL(lo, in.ttl), expHi: expiryHi(aHi, in.ttl), now: lo}
+		return leaseState{owner: in.owner, expLo: addTTL(lo, in.ttl), expHi: expiryHi(aHi, in.ttl), now: lo, pendTTL: pending(aHi, in.ttl)}
 	}
 
 	var next []any
@@ -208,7 +216,7 @@ func stepKey(s leaseState, in leaseInput, out leaseOutput) []any {
 		if (out.unknown || out.ok) && mine && alive {
 			if in.kind == history.OpRenew {
 				r := still
-				r.expLo, r.expHi = addTTL(aLo, in.ttl), expiryHi(aHi, in.ttl)
+				r.expLo, r.expHi, r.pendTTL = addTTL(aLo, in.ttl), expiryHi(aHi, in.ttl), pending(aHi, in.ttl)
 				next = append(next, r)
 			} else {
 				next = append(next, leaseState{now: aLo})
@@ -252,6 +260,15 @@ func stepKey(s leaseState, in leaseInput, out leaseOutput) []any {
 // started. Without the tick, a refusal a fraction of a millisecond after a+ttl (seen on a loaded
 // machine, 0.34 ms) reads as an answer no key could give.
 const redisTick = time.Millisecond
+
+// pending is the TTL a write applied at the latest instant a leaves to be bounded by the operations
+// after it: its own, when a has no bound (an unknown outcome) and the TTL is finite; 0 otherwise.
+func pending(a int64, ttl time.Duration) time.Duration {
+	if a == math.MaxInt64 && ttl > 0 {
+		return ttl
+	}
+	return 0
+}
 
 // expiryHi is the latest instant at which a key given ttl at the latest instant a expires.
 func expiryHi(a int64, ttl time.Duration) int64 {

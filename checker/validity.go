@@ -11,12 +11,12 @@ import (
 // holds no lease of the endpoint at all — that never asked for it, or was never granted it — is a
 // violation like any other: whoever polls without a lease polls unsafely.
 //
-// Skipped when the history holds no acquire or renew operations (a system whose backend calls are not
-// modelled).
+// A system whose backend calls are not modelled (the history holds no acquire or renew operations) is
+// judged by its beliefs instead: a poll must begin inside a belief of its poller. Skipped when it
+// reports none either.
 func checkValidity(m *model, opts Options) Result {
 	if !m.ls.any {
-		return Result{Invariant: InvValidity, Outcome: Skipped,
-			Message: "the history holds no acquire or renew operations (the system's backend calls are not modelled), so no poll can be tied to a lease"}
+		return checkBelievedPolls(m, opts)
 	}
 	ttl := m.meta.LeaseTTL
 	drift := m.meta.Assumptions.DriftBound
@@ -71,4 +71,47 @@ func checkValidity(m *model, opts Options) Result {
 	return bad.result(InvValidity, opts.MaxViolations,
 		fmt.Sprintf("all %d polls lay inside their poller's confirmed lease", judged),
 		fmt.Sprintf("%s reached the resource outside the poller's confirmed lease [reply, request + TTL·(1 − drift bound)]%s", count(len(bad.list), "poll", "polls"), note))
+}
+
+// checkBelievedPolls is checkValidity for a system whose backend calls are not modelled: a poll that
+// reached the resource must have begun while its poller believed it held the endpoint. Whether the
+// belief was right is what single-holder and fencing judge; a poll by an instance that believed nothing
+// is unsafe whatever the backend did.
+func checkBelievedPolls(m *model, opts Options) Result {
+	if len(m.beliefs) == 0 {
+		return Result{Invariant: InvValidity, Outcome: Skipped,
+			Message: "the history holds no acquire or renew operations (the system's backend calls are not modelled) and no beliefs, so no poll can be tied to a holding"}
+	}
+	var bad collector
+	judged := 0
+	for _, ep := range m.pollEndpoints() {
+		bs := m.believed(ep)
+		for _, p := range m.polls[ep] {
+			if !reached(p) {
+				continue
+			}
+			judged++
+			inside := false
+			for _, b := range bs {
+				if b.inst == p.Instance && b.from <= p.At && p.At <= b.to {
+					inside = true
+					break
+				}
+			}
+			if inside {
+				continue
+			}
+			v := Violation{At: p.At, Endpoint: ep, Instances: []string{p.Instance}, Events: []int64{p.Seq}, ReachedResource: true,
+				Message: fmt.Sprintf("%s polled %s at %v holding no lease of it: it reported no belief of it then (the backend's calls are not modelled: the poller's beliefs stand for its holdings)",
+					p.Instance, ep, p.At)}
+			if o := m.scope.touchedBy(p.At, pollEnd(p), p.Instance); len(o) > 0 {
+				v.Outside = o
+				v.Message += "; outside the assumptions (" + strings.Join(o, ", ") + "), but it reached the resource"
+			}
+			bad.add(v)
+		}
+	}
+	return bad.result(InvValidity, opts.MaxViolations,
+		fmt.Sprintf("all %d polls began inside a belief of their poller (the backend's calls are not modelled)", judged),
+		fmt.Sprintf("%s reached the resource from an instance that believed it held nothing", count(len(bad.list), "poll", "polls")))
 }
