@@ -70,7 +70,7 @@ func checkValidity(m *model, opts Options) Result {
 	}
 	return bad.result(InvValidity, opts.MaxViolations,
 		fmt.Sprintf("all %d polls lay inside their poller's confirmed lease", judged),
-		fmt.Sprintf("%s reached the resource outside the poller's confirmed lease [reply, request + TTL·(1 − drift bound)]%s", count(len(bad.list), "poll", "polls"), note))
+		fmt.Sprintf("%s reached the resource outside the poller's confirmed lease [reply, request + TTL·(1 − drift bound) of its clock]%s", count(len(bad.list), "poll", "polls"), note))
 }
 
 // checkBelievedPolls is checkValidity for a system whose backend calls are not modelled: a poll that
