@@ -105,6 +105,19 @@ func (m *Manager) acquirePass() {
 	// A stale value has expired in Redis after one TTL (staleFor): forget it, so the slots of
 	// endpoints that went elsewhere do not pile up.
 	m.pruneStaleLocked()
+	// Stale values of endpoints assigned elsewhere: their owner is refused until they expire unless we
+	// release them, announced, so that it takes the endpoint at once.
+	var orphans []staleRelease
+	var orphanEps []string
+	for ep, s := range m.slots {
+		if s.state != epFree || m.assigned[ep] {
+			continue
+		}
+		for _, sv := range s.stale {
+			orphans = append(orphans, staleRelease{value: sv.value, call: m.releaseCall(ep, sv.value, true)})
+			orphanEps = append(orphanEps, ep)
+		}
+	}
 	var want []string
 	var next time.Time // the first expiry of a lease left out below
 	// While the fresh-dataset guard is known to refuse every grant, sending acquires would only load
@@ -128,6 +141,9 @@ func (m *Manager) acquirePass() {
 		}
 	}
 	m.mu.Unlock()
+	if len(orphans) > 0 {
+		m.releaseOrphans(orphanEps, orphans)
+	}
 	if !next.IsZero() {
 		m.takeover.arm(next) // the alarm fires once: it may have been for an earlier lease
 	}
@@ -152,6 +168,46 @@ func (m *Manager) acquirePass() {
 			return
 		}
 	}
+}
+
+// releaseOrphans sends, in one round trip, the releases of stale values of endpoints assigned to other
+// instances (rels[i] of eps[i]) and forgets each one answered: deleted, or not the lease. One that goes
+// unanswered stays, to be sent again at a later pass.
+func (m *Manager) releaseOrphans(eps []string, rels []staleRelease) {
+	skip := m.onDownNodes(eps) // per-primary link health: nothing goes to a primary marked down
+	var keep []string
+	var kept []staleRelease
+	for i, ep := range eps {
+		if !skip[ep] {
+			keep, kept = append(keep, ep), append(kept, rels[i])
+		}
+	}
+	eps, rels = keep, kept
+	calls := make([]*scriptCall, len(rels))
+	for i, r := range rels {
+		calls[i] = r.call
+	}
+	octx, cancel := m.opCtx()
+	runGroups(octx, m.client, m.clock.Now, calls, func(idx []int) {
+		group := make([]*scriptCall, len(idx))
+		for j, k := range idx {
+			group[j] = calls[k]
+		}
+		m.noteBatch("release", group)
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		for _, k := range idx {
+			s := m.slots[eps[k]]
+			if s == nil || calls[k].err != nil {
+				continue
+			}
+			s.forgetStale(rels[k].value)
+			if s.state == epFree && len(s.stale) == 0 {
+				delete(m.slots, eps[k])
+			}
+		}
+	})
+	cancel()
 }
 
 // acquireSome sends one round trip of acquires for those of eps that are still preferred and free here

@@ -7,7 +7,8 @@ import "time"
 // unbelieved, until it is released or expires. Nobody polls with it, but it refuses the endpoint's
 // next owner, so each such value is remembered in its slot until it is known to be gone, and every
 // one of them is released: by the endpoint's next acquire attempt (compare-and-delete, in the same
-// pipeline, before the acquire) and by Stop.
+// pipeline, before the acquire); at every acquire pass while the endpoint is assigned to another
+// instance (announced, so that its owner, refused by the value, takes it at once); and by Stop.
 //
 // A slot can hold several: the release of v1 sent with the acquire of v2 can go unanswered as well,
 // and then neither is known to be gone. A value is forgotten when
