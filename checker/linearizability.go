@@ -106,11 +106,13 @@ func buildLeaseHistory(idx *index) leaseHistory {
 			strict: op.Kind == history.OpAcquire && plainSetNX(op.Command)}
 		out := leaseOutput{unknown: unknown, ok: op.OK, value: op.Value}
 		switch {
-		case !unknown && !op.OK && op.Kind != history.OpRead && resetDuring(idx, e):
+		case !unknown && !op.OK && (op.Kind == history.OpRelease || in.strict) && resetDuring(idx, e):
 			// A connection reset while the call was out: the client sent it again (go-redis re-sends
-			// after a lost reply, within the call), and the refusal may be the re-send's answer to what
-			// the first send did (a release that deleted, an acquire that set). It may have applied
-			// within [call, return], or not.
+			// after a lost reply, within the call), and a refusal may be the re-send's answer to what
+			// the first send did, where sending it again cannot give the first answer: a release that
+			// deleted finds nothing, a plain SET NX that set finds its own value and is refused. It
+			// may have applied within [call, return], or not. (An acquire that grants its own value
+			// again, or a renewal, answers a re-send as it answered the first: its refusal stands.)
 			out.unknown = true
 			in.ret = int64(max(e.End, e.At))
 			lh.unknown++

@@ -104,6 +104,13 @@ func TestRedTeam5AReleaseResentAfterAConnectionResetIsNoFalseAnswer(t *testing.T
 	require.Equal(t, Violated, o, "without a reset: %s", msg)
 	o, msg = rtOutcome(t, rtCheck(build(false, true)), InvLinearizable)
 	require.Equal(t, Pass, o, msg)
+	// A call whose re-send answers as its first send did gains nothing from a reset: an acquire script
+	// that grants its own value again, refused while the key held that value (acquire-not-idempotent's
+	// answer), is judged.
+	own := rtPair(20*s).op("a", history.OpAcquire, "poll:lease:e1", "a:10", 3*s, 4*s+ms(500), 4*s+ms(503), false, "").
+		fault("f1", "conn-reset", 4*s+ms(501), 4*s+ms(501), false, false, "a")
+	o, msg = rtOutcome(t, rtCheck(own), InvLinearizable)
+	require.Equal(t, Violated, o, "an idempotent acquire refused after a reset: %s", msg)
 }
 
 // ---------------------------------------------------------------------------------------------------
