@@ -22,16 +22,35 @@ type pgTarget struct {
 	// admin is the harness's own connection, on which the lag monitor pings PostgreSQL (pingLag):
 	// a starved server is the machine's lateness, not the election's.
 	admin *pgx.Conn
+	// pings counts pingLag's calls; every pgConnectEvery-th also opens a session (connects).
+	pings, connects int
 }
+
+// pgConnectEvery is how often the lag ping also opens a new session: every fifth window (half a second
+// at the monitor's 100 ms). A session costs the server a process, so not at every window.
+const pgConnectEvery = 5
 
 // pingLag is the lag monitor's ping of PostgreSQL (see lagPing); only the monitor's goroutine calls it.
 // It does on the server what an election's renewal does: read the advisory locks (pg_locks) and commit a
 // transaction that has an ID (txid_current), whose commit waits for the WAL flush. Under make test's load
 // renewals timed out while a plain round trip on another connection answered at once: a ping that skips
 // the renewal's work would not see why.
+//
+// Every pgConnectEvery-th ping also opens a session and closes it, as an elector does once its session
+// dropped (after an outage, say): under load a new session waits for the server to start a process for
+// it, and an election's reconnections timed out for 2 s after an outage while a query on a session
+// already open answered within 102 ms (election-backend-outage-pg, in a campaign beside a compile).
 func (p *pgTarget) pingLag(ctx context.Context) error {
 	_, err := p.admin.Exec(ctx, "SELECT txid_current(), (SELECT count(*) FROM pg_locks WHERE locktype = 'advisory')")
-	return err
+	if p.pings++; p.pings%pgConnectEvery != 0 || err != nil {
+		return err
+	}
+	p.connects++
+	conn, err := pgx.Connect(ctx, p.url.String())
+	if err != nil {
+		return err
+	}
+	return conn.Close(ctx)
 }
 
 func openPostgres(ctx context.Context, raw string, runID string) (*pgTarget, error) {
