@@ -71,7 +71,8 @@ func (m *model) takeover(ep string, e time.Duration, holder string, next *histor
 	// endpoint moved to it would be waited for again for an impediment that befell it later.)
 	// Who the assignees are depends on how long the endpoint is owed (an instance that tries to acquire
 	// it meanwhile is one): the set is read again until the latest world stops moving.
-	worst, worstWhy, inf, _ := m.settle(ep, owed, "")
+	cache := newSettleCache()
+	worst, worstWhy, inf, _ := m.settle(ep, owed, "", cache)
 	if !inf && m.meta.Kind == "lease" && m.fig.heartbeat > 0 {
 		memo := map[worldKey]world{}
 		settled := map[string]bool{}
@@ -82,7 +83,7 @@ func (m *model) takeover(ep string, e time.Duration, holder string, next *histor
 					continue
 				}
 				settled[a] = true
-				w := m.assignedWorld(ep, a, owed, memo)
+				w := m.assignedWorld(ep, a, owed, memo, cache)
 				if w.inf {
 					worst, worstWhy, inf = w.owed, w.why, true
 					break
@@ -437,7 +438,7 @@ func (m *model) waitFor(a string, t time.Duration) (until time.Duration, why str
 // readiness: the moment the endpoint is owed in the world where it is a's, with the reasons; inf when
 // no live instance could ever take it over. gone is when a's wait ended because the others counted a
 // gone (0 when it did not): the endpoint was assigned afresh then.
-func (m *model) settle(ep string, t time.Duration, a string) (owed time.Duration, why []string, inf bool, gone time.Duration) {
+func (m *model) settle(ep string, t time.Duration, a string, c *settleCache) (owed time.Duration, why []string, inf bool, gone time.Duration) {
 	owed = t
 	move := func(to time.Duration, w string) {
 		if to > owed {
@@ -448,7 +449,7 @@ func (m *model) settle(ep string, t time.Duration, a string) (owed time.Duration
 	d := m.fig.detect()
 	for changed := true; changed; {
 		before := owed
-		if g, w, ok := m.guardAt(ep, owed); ok {
+		if g, w, ok := c.guard(m, ep, owed); ok {
 			move(g, w)
 		}
 		if a != "" {
@@ -459,7 +460,7 @@ func (m *model) settle(ep string, t time.Duration, a string) (owed time.Duration
 				}
 			}
 		}
-		if r, who := m.someoneReady(owed); r > owed {
+		if r, who := c.ready(m, owed); r > owed {
 			if r == history.Infinity {
 				return history.Infinity, append(why, "no live instance could take it over"), true, 0
 			}
@@ -468,6 +469,46 @@ func (m *model) settle(ep string, t time.Duration, a string) (owed time.Duration
 		changed = owed != before
 	}
 	return owed, why, false, gone
+}
+
+// settleCache keeps, for one takeover, the guard and the fleet's readiness at each moment asked: every
+// world of the assignment asks them again.
+type settleCache struct {
+	readyAt map[time.Duration]readyAnswer
+	guardAt map[time.Duration]guardAnswer
+}
+
+type readyAnswer struct {
+	at  time.Duration
+	who string
+}
+
+type guardAnswer struct {
+	at  time.Duration
+	why string
+	ok  bool
+}
+
+func newSettleCache() *settleCache {
+	return &settleCache{readyAt: map[time.Duration]readyAnswer{}, guardAt: map[time.Duration]guardAnswer{}}
+}
+
+func (c *settleCache) ready(m *model, t time.Duration) (time.Duration, string) {
+	r, ok := c.readyAt[t]
+	if !ok {
+		r.at, r.who = m.someoneReady(t)
+		c.readyAt[t] = r
+	}
+	return r.at, r.who
+}
+
+func (c *settleCache) guard(m *model, ep string, t time.Duration) (time.Duration, string, bool) {
+	g, ok := c.guardAt[t]
+	if !ok {
+		g.at, g.why, g.ok = m.guardAt(ep, t)
+		c.guardAt[t] = g
+	}
+	return g.at, g.why, g.ok
 }
 
 // world is the endpoint's obligation in one world of its assignment.
@@ -487,19 +528,19 @@ type worldKey struct {
 // those is a world from that moment, and the latest of them is this world's. Each such move comes at a
 // member's heartbeat expiry, later than the one before, so the chains end; memo keeps each (member,
 // moment) settled once.
-func (m *model) assignedWorld(ep, a string, t time.Duration, memo map[worldKey]world) world {
+func (m *model) assignedWorld(ep, a string, t time.Duration, memo map[worldKey]world, c *settleCache) world {
 	k := worldKey{a, t}
 	if w, ok := memo[k]; ok {
 		return w
 	}
-	owed, why, inf, gone := m.settle(ep, t, a)
+	owed, why, inf, gone := m.settle(ep, t, a, c)
 	w := world{owed: owed, why: why, inf: inf}
 	if !inf && gone > t {
 		for _, b := range m.membersAt(gone) {
 			if b == a {
 				continue
 			}
-			sub := m.assignedWorld(ep, b, gone, memo)
+			sub := m.assignedWorld(ep, b, gone, memo, c)
 			if sub.inf || sub.owed > w.owed {
 				w = world{owed: sub.owed, inf: sub.inf,
 					why: append(append(slices.Clone(why), fmt.Sprintf("the others counted %s gone at %v and assigned the endpoint afresh among their members: it may have gone to %s", a, round(gone), b)), sub.why...)}
