@@ -47,7 +47,7 @@ import (
 // long, and a fault whose magnitude is 1 ms explains none of it. Control: without the pause, a violation.
 func TestRedTeam3ABeliefOutlivesItsKeyBehindAOneMillisecondPause(t *testing.T) {
 	s := time.Second
-	base := func(pause bool) *builder {
+	base := func(pause bool, stalled ...bool) *builder {
 		b := newBuilder().assume(0.01, "pause").with(func(m *history.Meta) { m.Instances = 1 }).life("a", history.LifeStarted, 0).
 			op("a", history.OpAcquire, "poll:lease:e1", "a:10", 3*s, ms(10), ms(12), true, "").
 			held("a", "e1", ms(12), 1, history.ReasonAcquired, 0).
@@ -68,9 +68,15 @@ func TestRedTeam3ABeliefOutlivesItsKeyBehindAOneMillisecondPause(t *testing.T) {
 		if pause {
 			b.paused("p1", "a", 12*s, 12*s+ms(1))
 		}
+		if len(stalled) > 0 {
+			// A stall hangs a's calls, not its timers: its belief ends at its deadline all the same.
+			b.fault("s1", "stall", 7*s, 14*s, false, false, "a")
+		}
 		return b
 	}
-	o, msg := rtOutcome(t, rtCheck(base(false)), InvStaleBelief)
+	o, msg := rtOutcome(t, rtCheck(base(false, true)), InvStaleBelief)
+	require.Equal(t, Violated, o, "a stall over the lease's end: %s", msg)
+	o, msg = rtOutcome(t, rtCheck(base(false)), InvStaleBelief)
 	require.Equal(t, Violated, o, "control: %s", msg)
 	rep := rtCheck(base(true))
 	t.Logf("the invariants that report it: %q", rt2Bad(rep))

@@ -105,8 +105,9 @@ func uncovered(s span, cover []span) []span {
 	return out
 }
 
-// thawedBy is t, or, when instance in was frozen (paused or stalled) at t, the end of that freeze (and of
-// any freeze that follows without a break): the first moment from t at which it runs.
+// thawedBy is t, or, when instance in was paused at t, the end of that pause (and of any that follows
+// without a break): the first moment from t at which it runs. (A stall hangs its calls, not its timers:
+// a stalled holder's belief ends at its deadline all the same.)
 func (m *model) thawedBy(in string, t time.Duration) time.Duration {
 	ie := m.ef.inst[in]
 	if ie == nil {
@@ -114,7 +115,7 @@ func (m *model) thawedBy(in string, t time.Duration) time.Duration {
 	}
 	for changed := true; changed; {
 		changed = false
-		for _, f := range ie.frozen() {
+		for _, f := range ie.paused {
 			if f.from <= t && t < f.to {
 				t, changed = f.to, true
 			}
