@@ -152,6 +152,22 @@ func TestRedTeam5AnInstanceHoldingNothingPollsWithTheHoldersToken(t *testing.T) 
 	require.NotEmpty(t, rt2Bad(rep), "control, no token: c's poll is reported")
 	rep = rtCheck(build(1))
 	require.NotEmpty(t, rt2Bad(rep), "c polled e1 inside a's holding, holding nothing, and nothing is reported")
+
+	// A poll decided inside a belief and held past its end by a pause (it goes out on waking) is the
+	// pause's doing (caught); without the pause the same late poll is reported.
+	late := func(pause bool) *builder {
+		b := newBuilder().assume(0.01, "pause").life("a", history.LifeStarted, 0).beats("a", ms(20), 20*s).
+			held("a", "e1", ms(10), 1, history.ReasonAcquired, 0).polls("a", "e1", ms(15), 4*s+ms(100), s, 1).
+			belief("a", "e1", 4*s+ms(400), false, 1).poll("a", "e1", 7*s+ms(1), 7*s+ms(2), 1)
+		if pause {
+			b.paused("p1", "a", 4*s+ms(200), 7*s)
+		}
+		return b
+	}
+	o, msg := rtOutcome(t, rtCheck(late(false)), InvValidity)
+	require.Equal(t, Violated, o, "a late poll with no pause: %s", msg)
+	o, msg = rtOutcome(t, rtCheck(late(true)), InvValidity)
+	require.Equal(t, Caught, o, "a poll a pause held: %s", msg)
 }
 
 // ---------------------------------------------------------------------------------------------------

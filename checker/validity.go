@@ -3,6 +3,9 @@ package checker
 import (
 	"fmt"
 	"strings"
+	"time"
+
+	"github.com/tenurelabs/tenure/history"
 )
 
 // checkValidity judges, with no competitor needed, that every poll that reached the resource lies inside
@@ -82,7 +85,7 @@ func checkBelievedPolls(m *model, opts Options) Result {
 		return Result{Invariant: InvValidity, Outcome: Skipped,
 			Message: "the history holds no acquire or renew operations (the system's backend calls are not modelled) and no beliefs, so no poll can be tied to a holding"}
 	}
-	var bad collector
+	var bad, caught collector
 	judged := 0
 	for _, ep := range m.pollEndpoints() {
 		bs := m.believed(ep)
@@ -91,11 +94,25 @@ func checkBelievedPolls(m *model, opts Options) Result {
 				continue
 			}
 			judged++
+			// A poll the system cancels as its belief ends reaches the endpoint as the belief ends: the
+			// harness stamps it a moment later (a pause's wake: the poll decided before it arrives, and
+			// the watchdog cancels it).
+			slack := time.Duration(0)
+			if p.Poll.Outcome == history.PollCancelled {
+				slack = SchedulingAllowance
+			}
 			inside := false
-			for _, b := range bs {
-				if b.inst == p.Instance && b.from <= p.At && p.At <= b.to {
+			var last *belief // the poller's last belief begun before the poll
+			for i, b := range bs {
+				if b.inst != p.Instance || b.from > p.At {
+					continue
+				}
+				if p.At <= b.to+slack {
 					inside = true
 					break
+				}
+				if last == nil || b.from > last.from {
+					last = &bs[i]
 				}
 			}
 			if inside {
@@ -104,6 +121,17 @@ func checkBelievedPolls(m *model, opts Options) Result {
 			v := Violation{At: p.At, Endpoint: ep, Instances: []string{p.Instance}, Events: []int64{p.Seq}, ReachedResource: true,
 				Message: fmt.Sprintf("%s polled %s at %v holding no lease of it: it reported no belief of it then (the backend's calls are not modelled: the poller's beliefs stand for its holdings)",
 					p.Instance, ep, p.At)}
+			// A poll decided inside a belief and held past its end by a fault outside the assumptions
+			// (a pause: it goes out on waking) is that fault's doing, as far as the fault reaches; what
+			// it did at the resource is single-poller's and stale-poll's to judge.
+			if last != nil {
+				if o := m.scope.explains(last.to, pollEnd(p), pollEnd(p)-last.to, p.Instance); len(o) > 0 {
+					v.Outside = o
+					v.Message += fmt.Sprintf("; its belief ended at %v, and %s held the poll past it (outside the assumptions)", last.to, strings.Join(o, ", "))
+					caught.add(v)
+					continue
+				}
+			}
 			if o := m.scope.touchedBy(p.At, pollEnd(p), p.Instance); len(o) > 0 {
 				v.Outside = o
 				v.Message += "; outside the assumptions (" + strings.Join(o, ", ") + "), but it reached the resource"
@@ -111,7 +139,8 @@ func checkBelievedPolls(m *model, opts Options) Result {
 			bad.add(v)
 		}
 	}
-	return bad.result(InvValidity, opts.MaxViolations,
+	return verdict(InvValidity, opts.MaxViolations, &bad, &caught,
 		fmt.Sprintf("all %d polls began inside a belief of their poller (the backend's calls are not modelled)", judged),
+		fmt.Sprintf("%s decided inside a belief reached the resource after it ended, held there by a fault outside the assumptions", count(len(caught.list), "poll", "polls")),
 		fmt.Sprintf("%s reached the resource from an instance that believed it held nothing", count(len(bad.list), "poll", "polls")))
 }
