@@ -122,9 +122,21 @@ type embeddedLink struct {
 	held   func(Held) // told of the requests a hold delivers late (ObserveHeld)
 	killed bool
 	closed bool
+	// mem, on a link of Virtual, holds its in-memory connections in place of the proxy's listener.
+	mem *memProxy
 }
 
 func (l *embeddedLink) Addr() string { return l.p.Listen }
+
+// stopProxy closes every connection of the link; a link of Virtual then refuses new ones when kill is
+// set, and a real proxy stops listening.
+func (l *embeddedLink) stopProxy(kill bool) {
+	if l.mem != nil {
+		l.mem.closeAll(kill)
+		return
+	}
+	l.p.Stop()
+}
 
 func (l *embeddedLink) addToxic(name, typ, stream string, attrs map[string]any) error {
 	body, err := json.Marshal(map[string]any{"name": name, "type": typ, "stream": stream, "toxicity": 1.0, "attributes": attrs})
@@ -261,6 +273,10 @@ func (l *embeddedLink) Reset() error {
 		return nil
 	}
 	// Stopping the proxy closes both sides of every connection; its toxics stay with it.
+	if l.mem != nil {
+		l.mem.closeAll(false)
+		return nil
+	}
 	l.p.Stop()
 	if err := l.p.Start(); err != nil {
 		return fmt.Errorf("chaos: reopen proxy %s: %w", l.p.Name, err)
@@ -272,7 +288,7 @@ func (l *embeddedLink) Kill() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.killed && !l.closed {
-		l.p.Stop()
+		l.stopProxy(true)
 	}
 	l.killed = true
 	return nil
@@ -296,7 +312,12 @@ func (l *embeddedLink) Close() error {
 	}
 	l.closed = true
 	if !l.killed {
-		l.p.Stop()
+		l.stopProxy(true)
+	}
+	if l.mem != nil {
+		// Toxics whose connections are gone still wait in their chains: removed, they end (a
+		// virtual-time bubble ends only once every goroutine of it has).
+		l.clear()
 	}
 	if l.oneWay != "" {
 		dropOneWay(l.oneWay)

@@ -36,6 +36,27 @@ func NewRecorderFrom(start time.Time) *Recorder {
 	return NewRecorder(func() time.Duration { return time.Since(start) })
 }
 
+// NewStrictRecorderFrom returns a recorder that measures time from start, strictly increasing: a
+// reading taken at the same instant as the one before it is 1 ns later. A real clock never reads the
+// same nanosecond twice across a reply received and the next request sent; a virtual-time clock, which
+// stands still while code runs, always does, and the order of two such events (a release answered, an
+// acquire sent after it) would be lost. Readings keep the order in which they were taken, and stay
+// within a nanosecond per reading of the same instant of the clock itself.
+func NewStrictRecorderFrom(start time.Time) *Recorder {
+	var mu sync.Mutex
+	var last time.Duration
+	return NewRecorder(func() time.Duration {
+		now := time.Since(start)
+		mu.Lock()
+		defer mu.Unlock()
+		if now <= last {
+			now = last + 1
+		}
+		last = now
+		return now
+	})
+}
+
 // Now returns the recorder's current time.
 func (r *Recorder) Now() time.Duration { return r.since() }
 

@@ -319,6 +319,7 @@ func (r *runner) instanceLink(slot int) (chaos.Link, redis.UniversalClient, depl
 		// go-redis's default: re-send after a network error. Left on deliberately: lost replies
 		// followed by retries are one of the faults a lease must survive.
 		MaxRetries: 3,
+		Dialer:     virtualDialer(r.proxies),
 	})
 	return link, client, nil, nil
 }

@@ -50,7 +50,10 @@ type Options struct {
 	Log io.Writer
 	// Progress, when set, is called about twice a second until the run ends, and once as it ends.
 	Progress func(Progress)
-	_        struct{}
+	// Virtual runs in virtual time: inside a testing/synctest bubble, against an in-memory Redis
+	// (deploy.Virtual) through in-memory links (chaos.Virtual). See virtual.go for what it refuses.
+	Virtual bool
+	_       struct{}
 }
 
 // Progress is a snapshot of a run in flight.
@@ -98,6 +101,8 @@ type planned struct {
 	starts []time.Duration
 	// steady are the scenario's steady windows, moved with the jitter of the steps before them.
 	steady []history.Window
+	// persistence is the virtual Redis's, in virtual time.
+	persistence string
 }
 
 // jitterSalt separates the jitter's random stream from the nemesis's, so that adding jitter left the
@@ -181,7 +186,12 @@ func plan(o Options) (planned, error) {
 	if err != nil {
 		return p, fmt.Errorf("%w: scenario %s: %v", ErrOptions, sc.Name, err)
 	}
-	if err := deploy.CheckSpec(backendSpec); err != nil {
+	var persistence string
+	if o.Virtual {
+		if persistence, err = checkVirtual(o, backendSpec); err != nil {
+			return p, fmt.Errorf("%w: scenario %s: %w", ErrOptions, sc.Name, err)
+		}
+	} else if err := deploy.CheckSpec(backendSpec); err != nil {
 		return p, fmt.Errorf("%w: %v", ErrOptions, err)
 	}
 	if ps, ok := o.System.(*ProcessSystem); ok {
@@ -189,7 +199,7 @@ func plan(o Options) (planned, error) {
 			return p, fmt.Errorf("%w: scenario %s: %w", ErrOptions, sc.Name, err) // chaos.ErrUnsupported stays visible
 		}
 	}
-	if kill, pause := needsControl(steps); kill || pause {
+	if kill, pause := needsControl(steps); (kill || pause) && !o.Virtual {
 		if why := deploy.Refuses(backendSpec, pause); why != "" {
 			return p, fmt.Errorf("%w: scenario %s needs to kill or pause Redis, which %s; use --redis server", chaos.ErrUnsupported, sc.Name, why)
 		}
@@ -207,7 +217,7 @@ func plan(o Options) (planned, error) {
 		from := min(w.From+shift, w.From+(w.To-w.From)/2)
 		steady[i] = history.Window{From: scale(from), To: scale(w.To)}
 	}
-	return planned{schedule: steps.Scale(o.TimeScale), timing: timing, starts: starts, steady: steady}, nil
+	return planned{schedule: steps.Scale(o.TimeScale), timing: timing, starts: starts, steady: steady, persistence: persistence}, nil
 }
 
 func (o Options) effectiveScenario() Scenario {
@@ -243,6 +253,14 @@ func needsControl(s chaos.Schedule) (kill, pause bool) {
 // backend, the proxies, the run's bookkeeping on the servers), start the fleet, run the schedule, and
 // collect the history. What the set-up opened is closed, last first, when Run returns.
 func Run(ctx context.Context, o Options) (res Result, err error) {
+	if o.Virtual {
+		return runVirtual(ctx, o)
+	}
+	return runStaged(ctx, o)
+}
+
+// runStaged runs the stages; in virtual time, inside the run's bubble.
+func runStaged(ctx context.Context, o Options) (res Result, err error) {
 	p, err := plan(o)
 	if err != nil {
 		return res, err

@@ -74,11 +74,17 @@ func setUp(ctx context.Context, o Options, p planned, td *teardown) (*stagedRun,
 	}
 	// The proxies first: an external toxiproxy-server also carries a topology's peer links, and the
 	// backend, closed first, stops its processes before their links go.
-	proxies, err := openProxies(o, td)
-	if err != nil {
-		return nil, err
+	var proxies chaos.Proxies
+	var backend deploy.Deployment
+	var err error
+	if o.Virtual {
+		proxies, backend, err = openVirtual(o, p.persistence, td)
+	} else {
+		proxies, err = openProxies(o, td)
+		if err == nil {
+			backend, err = openRunBackend(ctx, o, p.schedule, proxies, linkPrefix, td)
+		}
 	}
-	backend, err := openRunBackend(ctx, o, p.schedule, proxies, linkPrefix, td)
 	if err != nil {
 		return nil, err
 	}
@@ -93,6 +99,9 @@ func setUp(ctx context.Context, o Options, p planned, td *teardown) (*stagedRun,
 
 	start := time.Now()
 	rec := history.NewRecorderFrom(start)
+	if o.Virtual {
+		rec = history.NewStrictRecorderFrom(start)
+	}
 	stopWatch := backend.Watch(ctx, func(p deploy.Promotion) {
 		rec.Add(history.Event{Kind: history.KindNote, At: rec.Now(), Note: PromotionNote(p.From, p.To)})
 	})
@@ -119,7 +128,12 @@ func setUp(ctx context.Context, o Options, p planned, td *teardown) (*stagedRun,
 		sysCPU = newSystemCPU()
 		system = sysCPU.used
 	}
-	lag := startLagMonitor(realLagSources(rec.Now, ping, system))
+	src := realLagSources(rec.Now, ping, system)
+	if o.Virtual {
+		// In virtual time nothing is late: the canary alone stays, to show it (lag 0).
+		src = lagSources{now: rec.Now, sleep: sleepCtx}
+	}
+	lag := startLagMonitor(src)
 	td.add(func() error { lag.stop(rec.Now()); return nil })
 	logger := slog.New(newOnceKeys(slog.NewJSONHandler(discardIfNil(o.Log), &slog.HandlerOptions{Level: slog.LevelInfo})))
 	r := &runner{

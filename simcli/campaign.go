@@ -275,6 +275,9 @@ func runCampaign(ctx context.Context, f *campaignFlags, def campaignDef, jobs []
 		fmt.Fprintf(stdout, "%d runs", len(mine))
 	}
 	fmt.Fprintf(stdout, ", %d at a time, into %s\nrun it again: %s\n", f.run.parallel, base, def.again(f.shard))
+	if len(f.run.refused) > 0 {
+		fmt.Fprintf(stdout, "left out (virtual time cannot hold them):\n  %s\n", strings.Join(f.run.refused, "\n  "))
+	}
 	if len(f.run.skipped) > 0 {
 		fmt.Fprintf(stdout, "left out (written for another kind of system than %s): %s\n", f.run.system, strings.Join(f.run.skipped, ", "))
 	}

@@ -48,7 +48,11 @@ type runFlags struct {
 	// rerunInconclusive is how many more times a scenario is run, same seed, while it is inconclusive.
 	rerunInconclusive int
 	set               map[string]bool // the flags given on the command line
-	backend           string          // f.redis with auto resolved: the backend that runs
+	// virtual runs in virtual time (sim.Options.Virtual); refused lists the scenarios of a suite that
+	// virtual time cannot hold, with why.
+	virtual bool
+	refused []string
+	backend string // f.redis with auto resolved: the backend that runs
 }
 
 // visit records which flags were given.
@@ -105,6 +109,7 @@ func (f *runFlags) registerCommon(fs *flag.FlagSet) {
 	fs.StringVar(&f.kind, "kind", "", "with --exec: lease (the default) or election")
 	fs.StringVar(&f.toxiproxy, "toxiproxy", "", "URL of an external toxiproxy-server (default: embedded)")
 	fs.StringVar(&f.postgres, "postgres", "", "PostgreSQL for the election-postgres scenarios (default: $TENURE_PG_URL, else "+sim.DefaultPostgresURL+")")
+	fs.BoolVar(&f.virtual, "virtual", false, "run in virtual time: the fleet, the faults and an in-memory Redis in a bubble whose clock jumps whenever nothing can run (spec timing by default, nothing is ever late; docs/virtual.md); scenarios that need a process system, PostgreSQL, Sentinel, Cluster or an AOF are refused")
 }
 
 // positiveInt parses a flag value that must be a whole number of at least 1.
@@ -178,6 +183,9 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 		replayAll = replaySet(f, names)
 	}
 	fmt.Fprintf(stdout, "seed %d  (replay: %s)\n", f.seed, replayAll)
+	if len(f.refused) > 0 {
+		fmt.Fprintf(stdout, "left out (virtual time cannot hold them):\n  %s\n", strings.Join(f.refused, "\n  "))
+	}
 	if len(f.skipped) > 0 {
 		fmt.Fprintf(stdout, "left out (written for another kind of system than %s): %s\n", f.system, strings.Join(f.skipped, ", "))
 	}
@@ -357,6 +365,9 @@ func plan(f *runFlags, names []string) ([]job, string, error) {
 	if err := checkBackend(f.redis); err != nil {
 		return nil, "", err
 	}
+	if err := f.checkVirtual(); err != nil {
+		return nil, "", err
+	}
 	if f.set["duration"] && f.suite != "soak" {
 		return nil, "", fmt.Errorf("%w: --duration applies only to --suite soak, which repeats the random nemesis until it is spent; leave it out", errUsage)
 	}
@@ -383,6 +394,11 @@ func plan(f *runFlags, names []string) ([]job, string, error) {
 	if f.parallelSet && f.suite != "soak" && len(names) == 1 {
 		return nil, "", fmt.Errorf("%w: --parallel applies to runs of several scenarios; %s is one: leave it out", errUsage, names[0])
 	}
+	if f.virtual {
+		// Virtual time costs nothing to wait: spec timing, and one bubble at a time in a process.
+		scale = 1
+		f.parallel = 1
+	}
 	if f.timeScaleSet {
 		scale = f.timeScale
 	}
@@ -392,6 +408,9 @@ func plan(f *runFlags, names []string) ([]job, string, error) {
 		return nil, "", err
 	}
 	f.backend = resolveAuto(f.redis)
+	if f.virtual {
+		f.backend = "virtual"
+	}
 	if !f.seedSet {
 		f.seed = time.Now().UnixNano() % 1_000_000_000
 	}
@@ -407,7 +426,7 @@ func plan(f *runFlags, names []string) ([]job, string, error) {
 		}
 	}
 	var jobs []job
-	f.skipped = nil
+	f.skipped, f.refused = nil, nil
 	usesPostgres := false
 	for _, n := range names {
 		sc, err := scenarios.Get(n)
@@ -442,14 +461,23 @@ func plan(f *runFlags, names []string) ([]job, string, error) {
 			usesPostgres = true
 		}
 		o := sim.Options{System: system, Scenario: sc, Suite: f.suite, Seed: f.seed, TimeScale: scale,
-			Backend: f.backend, Toxiproxy: f.toxiproxy, Postgres: f.postgres, Instances: f.instances, Endpoints: f.endpoints}
+			Backend: f.backend, Toxiproxy: f.toxiproxy, Postgres: f.postgres, Instances: f.instances, Endpoints: f.endpoints,
+			Virtual: f.virtual}
+		if f.virtual {
+			o.Backend = ""
+		}
 		sched, _, err := sim.Plan(o)
+		if f.virtual && f.suite != "" && errors.Is(err, sim.ErrVirtual) {
+			// A suite in virtual time runs what virtual time holds and names the rest.
+			f.refused = append(f.refused, fmt.Sprintf("%s (%v)", sc.Name, err))
+			continue
+		}
 		if err != nil {
 			return nil, "", fmt.Errorf("%w: %v", errUsage, err)
 		}
 		// The backend this scenario runs on: a restart from files turns server into server:rdb or :aof, a
 		// Sentinel scenario turns it into sentinel, a Redlock system into independent.
-		if need, err := sim.TopologyNeed(system, sc.Topology); err == nil {
+		if need, err := sim.TopologyNeed(system, sc.Topology); err == nil && !f.virtual {
 			if spec, err := sim.BackendForScenario(f.backend, need, sched); err == nil {
 				o.Backend = spec
 			}
@@ -470,6 +498,22 @@ func plan(f *runFlags, names []string) ([]job, string, error) {
 		return nil, "", fmt.Errorf("%w: --postgres applies only to scenarios on PostgreSQL (election-*-pg); none of these is: leave it out", errUsage)
 	}
 	return jobs, base, nil
+}
+
+// checkVirtual refuses flags that name real parts alongside --virtual.
+func (f *runFlags) checkVirtual() error {
+	if !f.virtual {
+		return nil
+	}
+	for _, name := range []string{"redis", "toxiproxy", "postgres", "exec"} {
+		if f.set[name] {
+			return fmt.Errorf("%w: --%s names a real part, and --virtual runs on its own in-memory Redis and links: leave one of them out", errUsage, name)
+		}
+	}
+	if f.parallelSet {
+		return fmt.Errorf("%w: --parallel has no use with --virtual (one bubble at a time in a process; a campaign runs a process per core): leave it out", errUsage)
+	}
+	return nil
 }
 
 // resolveAuto names the backend that auto stands for on this machine: a private redis-server when the
@@ -504,6 +548,9 @@ func kindOf(s sim.System) string {
 func replay(o sim.Options, f runFlags) string {
 	parts := []string{program() + " run", o.Scenario.Name, fmt.Sprintf("--seed %d", o.Seed), fmt.Sprintf("--time-scale %g", o.TimeScale),
 		systemArg(o.System), "--redis " + o.Backend}
+	if o.Virtual {
+		parts[len(parts)-1] = "--virtual"
+	}
 	if f.instances > 0 {
 		parts = append(parts, fmt.Sprintf("--instances %d", f.instances))
 	}
