@@ -286,6 +286,9 @@ func (m *lagMonitor) note(at time.Duration, update func(*history.LagSample)) {
 // stop ends the measurement and returns the record of the windows up to end (the run's end). Later
 // calls return the same record.
 func (m *lagMonitor) stop(end time.Duration) *history.Lag {
+	if m == nil {
+		return nil // not measured (virtual time)
+	}
 	m.stopOnce.Do(func() {
 		m.cancel()
 		m.wg.Wait()

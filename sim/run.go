@@ -182,7 +182,11 @@ func plan(o Options) (planned, error) {
 	if err != nil {
 		return p, fmt.Errorf("%w: scenario %s: %v", ErrOptions, sc.Name, err)
 	}
-	backendSpec, err := BackendForScenario(o.Backend, need, steps)
+	userBackend := o.Backend
+	if o.Virtual {
+		userBackend = "" // what the scenario needs, which checkVirtual then accepts or refuses
+	}
+	backendSpec, err := BackendForScenario(userBackend, need, steps)
 	if err != nil {
 		return p, fmt.Errorf("%w: scenario %s: %v", ErrOptions, sc.Name, err)
 	}

@@ -128,12 +128,12 @@ func setUp(ctx context.Context, o Options, p planned, td *teardown) (*stagedRun,
 		sysCPU = newSystemCPU()
 		system = sysCPU.used
 	}
-	src := realLagSources(rec.Now, ping, system)
-	if o.Virtual {
-		// In virtual time nothing is late: the canary alone stays, to show it (lag 0).
-		src = lagSources{now: rec.Now, sleep: sleepCtx}
+	// In virtual time nothing is late (the clock stands still while code runs): no monitor, and the
+	// history records no lag.
+	var lag *lagMonitor
+	if !o.Virtual {
+		lag = startLagMonitor(realLagSources(rec.Now, ping, system))
 	}
-	lag := startLagMonitor(src)
 	td.add(func() error { lag.stop(rec.Now()); return nil })
 	logger := slog.New(newOnceKeys(slog.NewJSONHandler(discardIfNil(o.Log), &slog.HandlerOptions{Level: slog.LevelInfo})))
 	r := &runner{

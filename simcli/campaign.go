@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -57,6 +58,8 @@ type campaignFlags struct {
 	shard        int
 	shards       int
 	keep         bool
+	// workerArgs are the arguments a virtual worker plans the campaign from (virtual time only).
+	workerArgs []string
 }
 
 func (f *campaignFlags) register(fs *flag.FlagSet) {
@@ -89,15 +92,21 @@ func (f *campaignFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.keep, "keep", false, "keep the whole directory of runs that passed too, not only their result.json")
 }
 
+// newCampaignFlagSet is the flag set of 'simrun campaign', into f.
+func newCampaignFlagSet(f *campaignFlags) *flag.FlagSet {
+	fs := flag.NewFlagSet("simrun campaign", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are returned as one line; --help goes to stdout
+	fs.Usage = func() {}
+	f.register(fs)
+	return fs
+}
+
 func campaignCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
 	if len(args) > 0 && args[0] == "merge" {
 		return campaignMergeCmd(args[1:], stdout)
 	}
 	var f campaignFlags
-	fs := flag.NewFlagSet("simrun campaign", flag.ContinueOnError)
-	fs.SetOutput(io.Discard) // errors are returned as one line; --help goes to stdout
-	fs.Usage = func() {}
-	f.register(fs)
+	fs := newCampaignFlagSet(&f)
 	names, err := parseInterleaved(fs, args)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -138,6 +147,13 @@ func campaignCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (
 	}
 	for i := range jobs {
 		jobs[i].col = col
+	}
+	if f.run.virtual {
+		// The workers plan the same campaign: its seeds, once drawn, are given to them.
+		f.workerArgs = append(slices.Clone(args), "--campaign-seed", strconv.FormatInt(f.campaignSeed, 10))
+		if def.CampaignSeed == nil {
+			f.workerArgs = slices.Clone(args)
+		}
 	}
 	return runCampaign(ctx, &f, def, jobs, base, stdout, stderr)
 }
@@ -205,6 +221,8 @@ func planCampaign(f *campaignFlags, names []string) (campaignDef, []job, error) 
 	}
 	if parallelSet {
 		f.run.parallel = userParallel
+	} else if f.run.virtual {
+		f.run.parallel = runtime.NumCPU() // a worker process per core
 	}
 	f.run.parallel = max(f.run.parallel, 1)
 
@@ -248,6 +266,9 @@ func campaignCommand(f *campaignFlags, names []string, def campaignDef) string {
 		parts = append(parts, "--seed-range "+def.SeedRange)
 	}
 	parts = append(parts, fmt.Sprintf("--time-scale %g", def.TimeScale), "--redis "+f.run.backend)
+	if f.run.virtual {
+		parts[len(parts)-1] = "--virtual"
+	}
 	if f.run.instances > 0 {
 		parts = append(parts, fmt.Sprintf("--instances %d", f.run.instances))
 	}
@@ -296,10 +317,25 @@ func runCampaign(ctx context.Context, f *campaignFlags, def campaignDef, jobs []
 	out := &syncWriter{w: stdout}
 	var mu sync.Mutex
 	done := 0
-	runPool(ctx, f.run.parallel, longestFirst(shardJobs), func(i int) {
+	workers := make([]*worker, f.run.parallel)
+	for w := range workers {
+		workers[w] = &worker{args: f.workerArgs}
+	}
+	defer func() {
+		for _, w := range workers {
+			w.stop()
+		}
+	}()
+	runPool(ctx, f.run.parallel, longestFirst(shardJobs), func(w, i int) {
 		j := shardJobs[i]
 		began := time.Now()
-		row, _, err := runOne(ctx, j, true, io.Discard, stderr)
+		var row summaryRow
+		var err error
+		if f.run.virtual {
+			row, err = runOnWorker(workers[w], mine[i], j)
+		} else {
+			row, _, err = runOne(ctx, j, true, io.Discard, stderr)
+		}
 		rec := finishRecord(ctx, records[i], row, err, j.dir, base, f.keep)
 		rec.Took = time.Since(began).Round(100 * time.Millisecond)
 		mu.Lock()
@@ -326,14 +362,34 @@ func runCampaign(ctx context.Context, f *campaignFlags, def campaignDef, jobs []
 	return campaignExit(v)
 }
 
+// runOnWorker runs job k (j) on a virtual worker process, and records its directory in the campaign's
+// collection as runOne would have.
+func runOnWorker(w *worker, k int, j job) (summaryRow, error) {
+	rep, err := w.run(k, j.dir)
+	if err != nil {
+		return summaryRow{}, fmt.Errorf("%s: %w", j.opts.Scenario.Name, err)
+	}
+	if _, serr := os.Stat(j.dir); serr == nil {
+		if cerr := j.col.add(j.dir); cerr != nil {
+			return summaryRow{}, cerr
+		}
+	}
+	row := summaryRow{scenario: rep.Scenario}
+	if rep.Err != "" {
+		return row, errors.New(rep.Err)
+	}
+	return row, nil
+}
+
 // runPool calls run for each index of order on workers goroutines, in that order, until ctx is done.
-func runPool(ctx context.Context, workers int, order []int, run func(int)) {
+// run is given the worker's number too.
+func runPool(ctx context.Context, workers int, order []int, run func(w, i int)) {
 	next := make(chan int)
 	done := make(chan struct{})
 	for w := 0; w < workers; w++ {
 		go func() {
 			for i := range next {
-				run(i)
+				run(w, i)
 			}
 			done <- struct{}{}
 		}()

@@ -464,7 +464,7 @@ func plan(f *runFlags, names []string) ([]job, string, error) {
 			Backend: f.backend, Toxiproxy: f.toxiproxy, Postgres: f.postgres, Instances: f.instances, Endpoints: f.endpoints,
 			Virtual: f.virtual}
 		if f.virtual {
-			o.Backend = ""
+			o.Backend = "virtual"
 		}
 		sched, _, err := sim.Plan(o)
 		if f.virtual && f.suite != "" && errors.Is(err, sim.ErrVirtual) {

@@ -141,6 +141,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		code, err = campaignCmd(ctx, args[1:], stdout, stderr)
 	case "bounds":
 		code, err = boundsCmd(args[1:], stdout)
+	case virtualWorkerCmd:
+		code, err = virtualWorkerMain(ctx, args[1:], os.Stdin, stdout)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return ExitOK
