@@ -39,6 +39,8 @@ type Run struct {
 	// KeepHistory leaves history.jsonl as it is in dir (a saved run checked again) instead of writing
 	// History there.
 	KeepHistory bool
+	// ResultOnly writes result.json (and the marker) alone: what a campaign keeps of a run that passed.
+	ResultOnly bool
 
 	_ struct{}
 }
@@ -70,6 +72,9 @@ func WriteRun(dir string, r Run) error {
 	var errs []error
 	linOK := false
 	m := buildModel(r)
+	if r.ResultOnly {
+		return writeFileWith(filepath.Join(dir, FileResult), func(w io.Writer) error { return writeResultJSON(w, resultOf(r, m, false)) })
+	}
 	if r.Linearizability != nil {
 		err := writeLinearizability(filepath.Join(dir, FileLinearizability), r.Linearizability, m)
 		errs = append(errs, err)

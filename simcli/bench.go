@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -232,6 +233,14 @@ type benchFigures struct {
 	PeakRSSBytes int64   `json:"peak_rss_bytes"`
 	PeakRSSSrc   string  `json:"peak_rss_source"`
 	WallSeconds  float64 `json:"wall_seconds"`
+	// CPUSeconds is the CPU time (user and system) this process spent on the scenario's runs, the
+	// checking and the reports included; RunsPerCPUSecond is runs per second of one core. A redis-server
+	// backend's own CPU is not counted.
+	CPUSeconds       float64 `json:"cpu_seconds"`
+	RunsPerCPUSecond float64 `json:"runs_per_cpu_second"`
+	// SpecSeconds is a run's duration at spec timing; SpecPerWall is the spec time run per wall second.
+	SpecSeconds float64 `json:"spec_seconds"`
+	SpecPerWall float64 `json:"spec_seconds_per_wall_second"`
 
 	failovers, handoffs []time.Duration
 	cmdRates            []float64
@@ -252,6 +261,7 @@ func benchScenario(ctx context.Context, b *benchFlags, j job, base string, log, 
 		Runs: b.runs, Seeds: [2]int64{b.seed, b.seed + int64(b.runs) - 1}}
 	rssReset := resetPeakRSS() == nil
 	wall := time.Now()
+	cpu0 := processCPU()
 	kept := 0
 	for i := 0; i < b.runs; i++ {
 		o := j.opts
@@ -267,9 +277,26 @@ func benchScenario(ctx context.Context, b *benchFlags, j job, base string, log, 
 		}
 	}
 	fg.WallSeconds = time.Since(wall).Seconds()
+	fg.CPUSeconds = (processCPU() - cpu0).Seconds()
+	if fg.CPUSeconds > 0 {
+		fg.RunsPerCPUSecond = float64(b.runs) / fg.CPUSeconds
+	}
+	fg.SpecSeconds = j.opts.Scenario.Duration.Seconds()
+	if fg.WallSeconds > 0 {
+		fg.SpecPerWall = fg.SpecSeconds * float64(b.runs) / fg.WallSeconds
+	}
 	fg.summarise()
 	fg.PeakRSSBytes, fg.PeakRSSSrc = peakRSS(rssReset)
 	return fg, kept, nil
+}
+
+// processCPU is the CPU time (user and system) this process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // runDir is where one seed of a scenario runs.
@@ -476,7 +503,7 @@ func peakRSS(reset bool) (int64, string) {
 // printBench prints the figures as a table, with the notes that say how they were measured.
 func printBench(w io.Writer, figs []benchFigures) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "\nscenario\truns\tfailed\tTTL\tfailovers\tfailover p50\tp99\tmax\tmax/TTL\thandoffs\thandoff p50\tp99\tcmds/inst/RI\tpeak RSS")
+	fmt.Fprintln(tw, "\nscenario\truns\tfailed\tTTL\tfailovers\tfailover p50\tp99\tmax\tmax/TTL\thandoffs\thandoff p50\tp99\tcmds/inst/RI\tpeak RSS\twall/run\truns/CPU-s\tspec-s/wall-s")
 	for _, f := range figs {
 		ratio, cmds := "-", "-"
 		if f.MaxOverTTL != nil {
@@ -489,9 +516,11 @@ func printBench(w io.Writer, figs []benchFigures) {
 		if f.Unmeasured > 0 {
 			failovers += fmt.Sprintf(" (+%d never)", f.Unmeasured)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", f.Scenario, f.Runs, f.Failed,
+		perRun := time.Duration(f.WallSeconds / float64(max(f.Runs, 1)) * float64(time.Second))
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%.1f\t%.0f\n", f.Scenario, f.Runs, f.Failed,
 			fmtMs(&f.LeaseTTLms), failovers, fmtMs(f.FailoverP50ms), fmtMs(f.FailoverP99ms), fmtMs(f.FailoverMaxms), ratio,
-			f.Handoffs, fmtMs(f.HandoffP50ms), fmtMs(f.HandoffP99ms), cmds, fmtBytes(f.PeakRSSBytes))
+			f.Handoffs, fmtMs(f.HandoffP50ms), fmtMs(f.HandoffP99ms), cmds, fmtBytes(f.PeakRSSBytes),
+			perRun.Round(time.Millisecond), f.RunsPerCPUSecond, f.SpecPerWall)
 	}
 	_ = tw.Flush()
 	if len(figs) == 0 {
@@ -501,6 +530,7 @@ func printBench(w io.Writer, figs []benchFigures) {
 	fmt.Fprintf(w, "RI (renewal interval) = %s\n", figs[0].RenewalSource)
 	fmt.Fprintf(w, "cmds/inst/RI: each instance's backend commands (recorded, and counted bookkeeping reads) ÷ (run duration ÷ RI), mean over instances and runs\n")
 	fmt.Fprintf(w, "peak RSS: %s; a redis-server backend runs in its own process and is not counted\n", figs[0].PeakRSSSrc)
+	fmt.Fprintf(w, "wall/run: wall time per run, checking and reports included; runs/CPU-s: runs per second of one core (this process's user and system time; a redis-server's is not counted); spec-s/wall-s: spec time run per wall second\n")
 }
 
 func fmtMs(v *float64) string {

@@ -347,6 +347,11 @@ func runCampaign(ctx context.Context, f *campaignFlags, def campaignDef, jobs []
 	})
 
 	interrupted := ctx.Err() != nil
+	if len(shardJobs) > 0 {
+		if err := shardJobs[0].col.flush(); err != nil {
+			fmt.Fprintf(stderr, "warning: %v\n", err)
+		}
+	}
 	m := campaignManifest{Campaign: def, Shard: f.shard, Started: started, Wall: time.Since(started), Interrupted: interrupted, Jobs: records}
 	v := campaignView{def: def, shard: f.shard, records: records, interrupted: interrupted,
 		shards: []mergedShard{{Shard: f.shard, Dir: ".", Started: started, Wall: m.Wall, Interrupted: interrupted}}}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/tenurelabs/tenure/reports"
 )
@@ -26,7 +27,16 @@ type collection struct {
 	planned []string        // this command's runs, relative to dir, in the order planned
 	present map[string]bool // of those (and of runs added unplanned), the ones whose directory exists
 	extra   []string        // runs added that were not planned (a soak's next seeds)
+	known   map[string]bool // planned and extra, as a set
+	// A collection of many runs (a long campaign) writes its marker at most once a second while runs
+	// are added (writing it after each of 100,000 runs costs more than running them); flush writes
+	// what is pending.
+	wroteAt time.Time
+	dirty   bool
 }
+
+// throttleAbove is the number of planned runs above which the marker is written at most once a second.
+const throttleAbove = 1000
 
 // claimOutputs checks, before anything starts, that every directory a command is about to write may be
 // written (reports.CheckOut): base, the collection's ("" when a single run is written), and each run's.
@@ -64,8 +74,10 @@ func claimOutputs(base string, kind reports.Kind, runDirs []string) (*collection
 	if m, err := reports.ReadMarker(base); err == nil {
 		c.hadMarker, c.earlier = true, m.Runs
 	}
+	c.known = map[string]bool{}
 	for _, d := range runDirs {
 		c.planned = append(c.planned, c.rel(d))
+		c.known[c.rel(d)] = true
 	}
 	return c, c.write()
 }
@@ -95,10 +107,28 @@ func (c *collection) add(dir string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r := c.rel(dir)
-	if !slices.Contains(c.planned, r) && !slices.Contains(c.extra, r) {
+	if !c.known[r] {
 		c.extra = append(c.extra, r)
+		c.known[r] = true
 	}
 	c.present[r] = true
+	if len(c.planned) > throttleAbove && time.Since(c.wroteAt) < time.Second {
+		c.dirty = true
+		return nil
+	}
+	return c.writeLocked()
+}
+
+// flush writes the marker if an add left it behind.
+func (c *collection) flush() error {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.dirty {
+		return nil
+	}
 	return c.writeLocked()
 }
 
@@ -122,10 +152,16 @@ func (c *collection) write() error {
 
 // writeLocked writes the marker: the earlier runs, then this command's that exist, in planned order.
 func (c *collection) writeLocked() error {
+	c.wroteAt, c.dirty = time.Now(), false
 	runs := slices.Clone(c.earlier)
+	listed := map[string]bool{}
+	for _, r := range runs {
+		listed[r] = true
+	}
 	for _, r := range append(slices.Clone(c.planned), c.extra...) {
-		if c.present[r] && !slices.Contains(runs, r) {
+		if c.present[r] && !listed[r] {
 			runs = append(runs, r)
+			listed[r] = true
 		}
 	}
 	if err := reports.WriteMarker(c.dir, reports.Marker{Kind: c.kind, Runs: runs}); err != nil {

@@ -145,6 +145,8 @@ type job struct {
 	opts sim.Options
 	dir  string
 	col  *collection // the suite or matrix directory dir belongs to; nil for a run of its own
+	// lean writes only result.json for a run that passes: what a campaign keeps of it anyway.
+	lean bool
 }
 
 func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
@@ -655,7 +657,7 @@ func runOne(ctx context.Context, j job, quiet bool, stdout, stderr io.Writer) (s
 	if err := os.WriteFile(filepath.Join(j.dir, reports.FileSchedule), []byte(res.Schedule.String()), 0o644); err != nil {
 		return summaryRow{}, reports.SuiteEntry{}, err
 	}
-	row, entry, err := judge(j.dir, res.History, false)
+	row, entry, err := judgeLean(j.dir, res.History, j.lean)
 	if err != nil {
 		return row, entry, err
 	}
@@ -681,6 +683,27 @@ func judge(dir string, h history.History, keepHistory bool) (summaryRow, reports
 	}
 	row := newSummaryRow(h.Meta, rep, passed)
 	return row, reports.SuiteEntry{Meta: h.Meta, Report: rep, Passed: passed}, nil
+}
+
+// judgeLean is judge for a new run; with lean, a run that passes gets its result.json alone.
+func judgeLean(dir string, h history.History, lean bool) (summaryRow, reports.SuiteEntry, error) {
+	if !lean {
+		return judge(dir, h, false)
+	}
+	opts := checker.DefaultOptions()
+	opts.MaxViolations = reports.MaxListedViolations
+	rep := checker.Check(h, opts)
+	passed := reports.Judge(rep, h.Meta.Expect)
+	var err error
+	if passed {
+		err = reports.WriteRun(dir, reports.Run{History: h, Report: rep, Passed: passed, Expected: h.Meta.Expect, ResultOnly: true})
+	} else {
+		err = writeReports(dir, h, rep, passed, opts, false)
+	}
+	if err != nil {
+		return summaryRow{}, reports.SuiteEntry{}, err
+	}
+	return newSummaryRow(h.Meta, rep, passed), reports.SuiteEntry{Meta: h.Meta, Report: rep, Passed: passed}, nil
 }
 
 // writeReports writes every report file of a checked history into dir.

@@ -63,7 +63,7 @@ func virtualWorkerMain(ctx context.Context, args []string, stdin io.Reader, stdo
 		}
 		dir = d
 		j := jobs[k]
-		j.dir, j.col = dir, nil
+		j.dir, j.col, j.lean = dir, nil, !f.keep
 		row, _, rerr := runOne(ctx, j, true, io.Discard, io.Discard)
 		rep := workerReply{Job: k, Scenario: row.scenario}
 		if rerr != nil {
