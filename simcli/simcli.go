@@ -63,6 +63,7 @@ Usage:
   simrun campaign SCENARIO... [flags]   scenarios (or a --suite) on many random seeds, splittable with --shard i/n
   simrun campaign merge OUT SHARD...    join the shards of a campaign into one index, JUnit file and summary
   simrun explore [flags]                the seed explorer: the composing nemesis on seed after seed (--virtual: tens a second)
+  simrun replay DIR [flags]             a run's seed again: re-runs in virtual time (how often it comes back) and in real time
   simrun bounds [flags]                 the deadlines the checker's model derives for canonical faults, as a table
 
 Each command's --help (simrun run --help, simrun matrix --help, ...) gives its flags.
@@ -142,6 +143,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		code, err = campaignCmd(ctx, args[1:], stdout, stderr)
 	case "explore":
 		code, err = exploreCmd(ctx, args[1:], stdout, stderr)
+	case "replay":
+		code, err = replayCmd(ctx, args[1:], stdout, stderr)
 	case "bounds":
 		code, err = boundsCmd(args[1:], stdout)
 	case virtualWorkerCmd:
@@ -151,10 +154,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return ExitOK
 	default:
 		hint := ""
-		if s := suggest(args[0], []string{"list", "run", "report", "bench", "matrix", "campaign", "explore", "bounds"}); s != "" {
+		if s := suggest(args[0], []string{"list", "run", "report", "bench", "matrix", "campaign", "explore", "replay", "bounds"}); s != "" {
 			hint = ": did you mean " + s + "?"
 		}
-		err = fmt.Errorf("%w: unknown command %q%s (want list, run, report, bench, matrix, campaign, explore or bounds; simrun --help says more)", errUsage, args[0], hint)
+		err = fmt.Errorf("%w: unknown command %q%s (want list, run, report, bench, matrix, campaign, explore, replay or bounds; simrun --help says more)", errUsage, args[0], hint)
 	}
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
