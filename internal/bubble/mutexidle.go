@@ -36,6 +36,9 @@ import (
 var (
 	idleOnce sync.Once
 	idleErr  error
+	// where the table was found, for setMutexWaitsIdle: its address and the mutex reasons' indices
+	idleAt    int64
+	idleIndex []int
 )
 
 // idleReasons are the wait reasons the runtime counts idle in a bubble (Go 1.25, 1.26).
@@ -112,7 +115,10 @@ func markMutexWaitsIdle() error {
 	if len(at) != 1 {
 		return fmt.Errorf("the runtime's idle table was found %d times, not once", len(at))
 	}
+	idleAt = int64(at[0])
+	idleIndex = nil
 	for _, r := range mutexReasons {
+		idleIndex = append(idleIndex, index[r])
 		if _, err := mem.WriteAt([]byte{1}, int64(at[0])+int64(index[r])); err != nil {
 			return err
 		}
@@ -261,4 +267,27 @@ func reasonNames(mem *os.File, segs []segment) ([]string, error) {
 		return nil, errors.New("the runtime's wait reason names were not found")
 	}
 	return table, nil
+}
+
+// setMutexWaitsIdle sets the mutex wait reasons idle or busy again, once MutexWaitsIdle has found the
+// table (tests: to show what a bubble does without it).
+func setMutexWaitsIdle(on bool) error {
+	if err := MutexWaitsIdle(); err != nil {
+		return err
+	}
+	mem, err := os.OpenFile("/proc/self/mem", os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer mem.Close()
+	v := byte(0)
+	if on {
+		v = 1
+	}
+	for _, i := range idleIndex {
+		if _, err := mem.WriteAt([]byte{v}, idleAt+int64(i)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
