@@ -30,13 +30,21 @@ import (
 //     crashes within a poll of the join;
 //   - restart-during-start: an instance joins while Redis restarts empty;
 //   - stall-slow-clock: an instance's clock runs slow inside the drift bound while its calls hang;
+//   - renewal-gap: the holder of an endpoint has its plain PEXPIREs held on the wire for two TTLs (a
+//     renewal that compares the holder in a script sends none), is then frozen for more than a TTL,
+//     and the instance that took the endpoint over crashes before the held PEXPIREs land;
+//   - signal-stop: an instance is stopped as SIGTERM stops it (its start context cancelled first),
+//     and another starts a TTL later;
+//   - resent-acquire: the fleet's releases are held briefly while a new instance joins, whose replies
+//     come late and whose connections are then reset: its acquires are sent again on new
+//     connections after the first ones landed;
 //   - single: one fault of the random nemesis (NemesisKinds), alone.
 var ExploreEpisodes = []string{
 	"wipe-while-stalled", "wipe-while-cut-off", "wipe-while-paused",
 	"snapshot-while-stalled", "snapshot-while-cut-off", "redis-pause-while-stalled",
 	"late-acquire", "late-renewal", "late-replies-then-stall",
 	"crash-during-handoff", "crash-after-join", "restart-during-start",
-	"stall-slow-clock", "single",
+	"stall-slow-clock", "renewal-gap", "signal-stop", "resent-acquire", "single",
 }
 
 // ExploreOptions shape a composing schedule. All times are spec times.
@@ -276,6 +284,50 @@ func (x *explorer) episode(name string, at time.Duration) (Schedule, int) {
 			{At: at, Fault: Start{Count: 1}},
 			{At: at + x.upTo(ttl/15), For: ttl / 10, Fault: RedisRestart{}},
 		}, live + 1
+	case "renewal-gap":
+		if live <= 2 {
+			return x.episode("restart-during-start", at)
+		}
+		// As renewal-gap-pause-crash, at drawn offsets: PEXPIREs held while a renewal interval or two
+		// pass, the holder frozen past its lease so the endpoint moves, and its new holder crashed while
+		// the held PEXPIREs are still to land (they land two TTLs after they were sent).
+		of, slot := x.endpoint()
+		gap := x.between(ttl/3, ttl/2)
+		pauseAt := at + gap + x.upTo(ttl/15)
+		crashAt := pauseAt + x.between(ttl/2+ttl/6, ttl+ttl/6)
+		return Schedule{
+			{At: at, For: gap, Fault: SlowRequests{Of: of, Slot: slot, OrSlot: true, Delay: 2 * ttl, Match: "pexpire"}},
+			{At: pauseAt, For: x.between(ttl+ttl/3, ttl+ttl/2), Fault: Pause{Of: of, Slot: slot, OrSlot: true}},
+			{At: crashAt, Fault: Crash{Of: of, Slot: x.rng.Intn(live), OrSlot: true}},
+		}, live - 1
+	case "signal-stop":
+		if live <= 2 {
+			return x.episode("restart-during-start", at)
+		}
+		return Schedule{
+			{At: at, Fault: Stop{Slot: x.rng.Intn(live), Signal: true}},
+			{At: at + ttl + x.upTo(ttl/3), Fault: Start{Count: 1}},
+		}, live
+	case "resent-acquire":
+		if live >= x.o.Instances+2 {
+			return x.single(at)
+		}
+		// As acquire-resent: the fleet's releases held a fifteenth of a TTL around the join, so the
+		// newcomer's first acquires find the keys still held and its later ones land; its replies come
+		// a thirtieth of a TTL late, and its connections are reset while they are due, so go-redis
+		// sends them again on new connections.
+		hold := ttl / 12
+		st := Schedule{}
+		for slot := 0; slot < live; slot++ {
+			st = append(st, Step{At: at, For: hold, Fault: SlowRequests{Slot: slot, Delay: ttl / 15, Match: "release "}})
+		}
+		join := at + ttl/60
+		st = append(st,
+			Step{At: join, Fault: Start{Count: 1}},
+			Step{At: join + ttl/30, For: hold, Fault: SlowReplies{Slot: live, Delay: ttl / 30}},
+			Step{At: join + x.between(ttl/10, ttl/8), Fault: ConnReset{Slot: live}},
+		)
+		return st, live + 1
 	case "stall-slow-clock":
 		slot := x.rng.Intn(live)
 		rate := 1 - x.o.DriftBound*0.9

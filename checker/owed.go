@@ -154,12 +154,12 @@ func (m *model) binding(ep string, prev, next *history.Event, from, to time.Dura
 	var take *obligation
 	if prev != nil {
 		h := prev.Instance
-		cad := prev.At + m.fig.cadence()
+		cad := m.nextPoll(h, prev.At)
 		end, why, cause := m.holdingEnd(ep, h, prev.At)
 		if end > cad {
 			obs = append(obs, obligation{kind: "cadence", by: h, from: prev.At, deadline: cad,
-				why: []string{fmt.Sprintf("%s polled at %v and held on: its next poll was due within its cadence (poll interval %v + poll duration %v + tolerance %v)",
-					h, round(prev.At), m.fig.pollInterval, m.fig.pollDuration, FailoverTolerance)}})
+				why: []string{fmt.Sprintf("%s polled at %v and held on: its next poll was due within its cadence (poll interval %v%s + poll duration %v + tolerance %v)",
+					h, round(prev.At), m.fig.pollInterval, ownClock(m.clocks[h], prev.At), m.fig.pollDuration, FailoverTolerance)}})
 		} else {
 			// A release, or a graceful stop (which releases), hands the endpoint over.
 			// A stop cut off from the backend released nothing and told nobody.
@@ -419,4 +419,15 @@ func (m *model) attribute(holder string, end time.Duration, cause *history.Event
 		return cause, eff, end
 	}
 	return cause, eff, cause.At
+}
+
+// ownClock words the stretch a slow clock gives an interval begun at t: " of its own clock, running at
+// 0.955", or nothing at the run's rate.
+func ownClock(rates []clockRate, t time.Duration) string {
+	for _, c := range rates {
+		if c.from <= t && t < c.to && c.rate != 1 {
+			return fmt.Sprintf(" of its own clock, running at %g", c.rate)
+		}
+	}
+	return ""
 }
