@@ -109,12 +109,14 @@ campaign: build
 	$(SIMRUN) campaign merge $(CAMPAIGN_OUT)/merged $(CAMPAIGN_OUT)/shard-*
 
 ## bench: library and checker benchmarks, then the harness's figures (failover, handoff, commands per
-##        renewal, peak memory) over seeds 1-5; docs/performance.md's first table comes from the second part
+##        renewal, peak memory) over seeds 1-5; docs/performance.md's first table comes from the second part;
+##        then runs per CPU-second in virtual time (one core), docs/virtual.md's figures
 BENCH_SCENARIOS := crash-failover restart-new-id scale-down-3-to-2 voluntary-release \
                    election-leader-crash-redis election-graceful-handoff-redis
 bench: build
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./lease/ ./checker/ ./reports/
 	$(SIMRUN) bench $(BENCH_SCENARIOS) --runs 5 --seed 1
+	GOMAXPROCS=1 GOGC=400 $(SIMRUN) bench balance-3x9 crash-failover redis-restart-empty explore --virtual --runs 20 --seed 1
 
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

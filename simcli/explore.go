@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -116,16 +117,19 @@ func exploreCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 	if f.campaign.run.virtual {
 		cargs = append(cargs, "--virtual")
 	}
-	var cf campaignFlags
-	cfs := newCampaignFlagSet(&cf)
-	names, err := parseInterleaved(cfs, cargs)
-	if err != nil {
-		return ExitUsage, flagError("explore", cfs, err)
-	}
-	cf.run.visit(cfs)
-	_, jobs, err := planCampaign(&cf, names)
+	lc, err := newLazyCampaign(cargs)
 	if err != nil {
 		return ExitUsage, err
+	}
+	cf := &lc.f
+	first, err := lc.job(0)
+	if err != nil {
+		return ExitUsage, err
+	}
+	if cf.run.virtual {
+		cf.run.parallel = runtime.NumCPU()
+	} else {
+		cf.run.parallel = 1
 	}
 	parallel := cf.run.parallel
 	if set["parallel"] {
@@ -154,7 +158,7 @@ func exploreCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 	if cf.run.virtual {
 		mode = "virtual time"
 	}
-	fmt.Fprintf(stdout, "exploring %s (system %s, %s, time scale %g) from explore seed %d: up to %d seeds", f.scenario, jobs[0].opts.System.Name(), mode, cf.run.timeScale, f.exploreSeed, len(jobs))
+	fmt.Fprintf(stdout, "exploring %s (system %s, %s, time scale %g) from explore seed %d: up to %d seeds", f.scenario, first.opts.System.Name(), mode, cf.run.timeScale, f.exploreSeed, lc.len())
 	if f.budget > 0 {
 		fmt.Fprintf(stdout, " or %s", f.budget)
 	}
@@ -175,7 +179,7 @@ func exploreCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 	var found []exploreFinding
 	ran, errored := 0, 0
 	stop := false
-	order := make([]int, len(jobs))
+	order := make([]int, lc.len())
 	for i := range order {
 		order[i] = i
 	}
@@ -184,16 +188,33 @@ func exploreCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 		defer mu.Unlock()
 		return stop || (f.budget > 0 && time.Since(started) >= f.budget)
 	}, func(w, k int) {
-		j := jobs[k]
+		mu.Lock()
+		j, jerr := lc.job(k)
+		mu.Unlock()
+		if jerr != nil {
+			mu.Lock()
+			ran++
+			errored++
+			fmt.Fprintf(stdout, "ERROR job %d: %v\n", k, jerr)
+			stop = true
+			mu.Unlock()
+			return
+		}
 		j.dir = runDir(base, j.opts.Scenario.Name, j.opts.Seed)
 		var err error
+		var judged time.Time
 		if cf.run.virtual {
 			var rep workerReply
 			if rep, err = workers[w].run(k, j.dir); err == nil && rep.Err != "" {
 				err = errors.New(rep.Err)
 			}
+			if rep.Judged != 0 {
+				judged = time.Unix(0, rep.Judged)
+			}
 		} else {
-			_, _, err = runOne(ctx, j, true, io.Discard, stderr)
+			var row summaryRow
+			row, _, err = runOne(ctx, j, true, io.Discard, stderr)
+			judged = row.judged
 		}
 		var fd *exploreFinding
 		if err == nil {
@@ -220,6 +241,9 @@ func exploreCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 		}
 		if fd != nil {
 			fd.Runs, fd.After = ran, time.Since(started)
+			if !judged.IsZero() && judged.After(started) {
+				fd.After = judged.Sub(started) // when its verdict was known, before its reports were written
+			}
 			found = append(found, *fd)
 			fmt.Fprintf(stdout, "FOUND seed %d after %d runs, %s: %s\n  replay: %s\n", fd.Seed, fd.Runs, fd.After.Round(100*time.Millisecond), strings.Join(fd.Causes, "; "), fd.Replay)
 			if f.first {
@@ -228,7 +252,7 @@ func exploreCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 		}
 	})
 	wall := time.Since(started)
-	summary := exploreSummary(f.scenario, jobs[0].opts.System.Name(), mode, f.exploreSeed, ran, errored, wall, found)
+	summary := exploreSummary(f.scenario, first.opts.System.Name(), mode, f.exploreSeed, ran, errored, wall, found)
 	fmt.Fprint(stdout, summary)
 	if err := os.WriteFile(filepath.Join(base, reports.FileSummary), []byte(summary), 0o644); err != nil {
 		return ExitUsage, err

@@ -678,10 +678,12 @@ func judge(dir string, h history.History, keepHistory bool) (summaryRow, reports
 	opts.MaxViolations = reports.MaxListedViolations // the report marks and counts every violation
 	rep := checker.Check(h, opts)
 	passed := reports.Judge(rep, h.Meta.Expect)
+	judged := time.Now()
 	if err := writeReports(dir, h, rep, passed, opts, keepHistory); err != nil {
 		return summaryRow{}, reports.SuiteEntry{}, err
 	}
 	row := newSummaryRow(h.Meta, rep, passed)
+	row.judged = judged
 	return row, reports.SuiteEntry{Meta: h.Meta, Report: rep, Passed: passed}, nil
 }
 
@@ -694,6 +696,7 @@ func judgeLean(dir string, h history.History, lean bool) (summaryRow, reports.Su
 	opts.MaxViolations = reports.MaxListedViolations
 	rep := checker.Check(h, opts)
 	passed := reports.Judge(rep, h.Meta.Expect)
+	judged := time.Now()
 	var err error
 	if passed {
 		err = reports.WriteRun(dir, reports.Run{History: h, Report: rep, Passed: passed, Expected: h.Meta.Expect, ResultOnly: true})
@@ -703,7 +706,9 @@ func judgeLean(dir string, h history.History, lean bool) (summaryRow, reports.Su
 	if err != nil {
 		return summaryRow{}, reports.SuiteEntry{}, err
 	}
-	return newSummaryRow(h.Meta, rep, passed), reports.SuiteEntry{Meta: h.Meta, Report: rep, Passed: passed}, nil
+	row := newSummaryRow(h.Meta, rep, passed)
+	row.judged = judged
+	return row, reports.SuiteEntry{Meta: h.Meta, Report: rep, Passed: passed}, nil
 }
 
 // writeReports writes every report file of a checked history into dir.

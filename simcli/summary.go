@@ -32,6 +32,8 @@ type summaryRow struct {
 	refused      int // polls refused by fencing: never violations of single-poller
 	failover     string
 	duration     time.Duration
+	// judged is when the checker's verdict was known (before the reports were written).
+	judged time.Time
 }
 
 var invariantOrder = []string{checker.InvSingleHolder, checker.InvSinglePoller, checker.InvStalePoll, checker.InvValidity,

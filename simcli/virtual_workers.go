@@ -33,6 +33,8 @@ type workerReply struct {
 	Job      int    `json:"job"`
 	Scenario string `json:"scenario,omitempty"` // set when the run produced a history
 	Err      string `json:"err,omitempty"`
+	// Judged is when the run's verdict was known (Unix nanoseconds), before its reports were written.
+	Judged int64 `json:"judged,omitempty"`
 }
 
 // virtualWorkerMain serves jobs of the campaign args describe, read from stdin, until stdin closes.
@@ -40,17 +42,11 @@ func virtualWorkerMain(ctx context.Context, args []string, stdin io.Reader, stdo
 	if len(args) > 0 && args[0] == "--" {
 		args = args[1:]
 	}
-	var f campaignFlags
-	fs := newCampaignFlagSet(&f)
-	names, err := parseInterleaved(fs, args)
-	if err != nil {
-		return ExitUsage, flagError("campaign", fs, err)
-	}
-	f.run.visit(fs)
-	_, jobs, err := planCampaign(&f, names)
+	jobs, err := newLazyCampaign(args)
 	if err != nil {
 		return ExitUsage, err
 	}
+	keep := jobs.f.keep
 	in := bufio.NewScanner(stdin)
 	enc := json.NewEncoder(stdout)
 	for in.Scan() {
@@ -58,14 +54,20 @@ func virtualWorkerMain(ctx context.Context, args []string, stdin io.Reader, stdo
 		var dir string
 		line := in.Text()
 		idx, d, ok := strings.Cut(line, "\t")
-		if _, err := fmt.Sscanf(idx, "%d", &k); err != nil || !ok || k < 0 || k >= len(jobs) {
+		if _, err := fmt.Sscanf(idx, "%d", &k); err != nil || !ok || k < 0 || k >= jobs.len() {
 			return ExitUsage, fmt.Errorf("virtual worker: bad job line %q", line)
 		}
 		dir = d
-		j := jobs[k]
-		j.dir, j.col, j.lean = dir, nil, !f.keep
+		j, err := jobs.job(k)
+		if err != nil {
+			return ExitUsage, fmt.Errorf("virtual worker: %w", err)
+		}
+		j.dir, j.col, j.lean = dir, nil, !keep
 		row, _, rerr := runOne(ctx, j, true, io.Discard, io.Discard)
 		rep := workerReply{Job: k, Scenario: row.scenario}
+		if !row.judged.IsZero() {
+			rep.Judged = row.judged.UnixNano()
+		}
 		if rerr != nil {
 			rep.Err = rerr.Error()
 		}
@@ -210,4 +212,85 @@ func spawnWorker(cmd *exec.Cmd) error {
 	r := spawnReq{cmd: cmd, done: make(chan error, 1)}
 	spawns <- r
 	return <-r.done
+}
+
+// lazyCampaign plans a campaign's jobs one at a time, as they are asked for: job k is what
+// planCampaign would put at index k (scenario k / len(seeds), seed k % len(seeds)), without planning
+// the others. A worker, and the explorer, which may be given 100,000 seeds, start at once with it.
+type lazyCampaign struct {
+	f     campaignFlags
+	names []string
+	seeds []int64
+	per   int // jobs per seed
+	seed  int64
+	cache []job // the jobs of seed
+}
+
+// newLazyCampaign reads the campaign args describe, checking them as planCampaign does on the first
+// seed.
+func newLazyCampaign(args []string) (*lazyCampaign, error) {
+	l := &lazyCampaign{}
+	fs := newCampaignFlagSet(&l.f)
+	names, err := parseInterleaved(fs, args)
+	if err != nil {
+		return nil, flagError("campaign", fs, err)
+	}
+	l.f.run.visit(fs)
+	l.names = names
+	if l.f.run.set["seed-range"] {
+		lo, hi, err := parseSeedRange(l.f.seedRange)
+		if err != nil {
+			return nil, fmt.Errorf("%w: --seed-range: %v", errUsage, err)
+		}
+		for s := lo; s <= hi; s++ {
+			l.seeds = append(l.seeds, s)
+		}
+	} else {
+		n := l.f.seeds
+		if n == 0 {
+			n = defaultCampaignSeeds
+		}
+		if !l.f.run.set["campaign-seed"] {
+			return nil, fmt.Errorf("%w: a worker needs the campaign's --campaign-seed", errUsage)
+		}
+		l.seeds = drawSeeds(l.f.campaignSeed, n)
+	}
+	js, err := l.plan(l.seeds[0])
+	if err != nil {
+		return nil, err
+	}
+	l.per = len(js)
+	return l, nil
+}
+
+func (l *lazyCampaign) plan(seed int64) ([]job, error) {
+	if l.cache != nil && l.seed == seed {
+		return l.cache, nil
+	}
+	l.f.run.parallelSet = false
+	l.f.run.seed, l.f.run.seedSet = seed, true
+	js, _, err := plan(&l.f.run, l.names)
+	if err != nil {
+		return nil, err
+	}
+	l.seed, l.cache = seed, js
+	return js, nil
+}
+
+// len is the number of jobs.
+func (l *lazyCampaign) len() int { return l.per * len(l.seeds) }
+
+// job plans job k.
+func (l *lazyCampaign) job(k int) (job, error) {
+	if k < 0 || k >= l.len() {
+		return job{}, fmt.Errorf("job %d of %d", k, l.len())
+	}
+	js, err := l.plan(l.seeds[k%len(l.seeds)])
+	if err != nil {
+		return job{}, err
+	}
+	if len(js) != l.per {
+		return job{}, fmt.Errorf("seed %d plans %d jobs, not %d", l.seeds[k%len(l.seeds)], len(js), l.per)
+	}
+	return js[k/len(l.seeds)], nil
 }
