@@ -38,13 +38,14 @@ import (
 //   - resent-acquire: the fleet's releases are held briefly while a new instance joins, whose replies
 //     come late and whose connections are then reset: its acquires are sent again on new
 //     connections after the first ones landed;
+//   - aborted-start: an instance starts behind a cut link and is stopped before its start returns;
 //   - single: one fault of the random nemesis (NemesisKinds), alone.
 var ExploreEpisodes = []string{
 	"wipe-while-stalled", "wipe-while-cut-off", "wipe-while-paused",
 	"snapshot-while-stalled", "snapshot-while-cut-off", "redis-pause-while-stalled",
 	"late-acquire", "late-renewal", "late-replies-then-stall",
 	"crash-during-handoff", "crash-after-join", "restart-during-start",
-	"stall-slow-clock", "renewal-gap", "signal-stop", "resent-acquire", "single",
+	"stall-slow-clock", "renewal-gap", "signal-stop", "resent-acquire", "aborted-start", "single",
 }
 
 // ExploreOptions shape a composing schedule. All times are spec times.
@@ -328,6 +329,10 @@ func (x *explorer) episode(name string, at time.Duration) (Schedule, int) {
 			Step{At: join + x.between(ttl/10, ttl/8), Fault: ConnReset{Slot: live}},
 		)
 		return st, live + 1
+	case "aborted-start":
+		// As stop-during-start: Stop must make Start give up, and the stopped instance send nothing
+		// once its link heals. The instance never joins the fleet.
+		return Schedule{{At: at, Fault: AbortedStart{After: x.between(ttl/10, ttl/4)}}}, live
 	case "stall-slow-clock":
 		slot := x.rng.Intn(live)
 		rate := 1 - x.o.DriftBound*0.9

@@ -435,7 +435,8 @@ func exploreKinds(sys System, episodes, singles []string) ([]string, []string) {
 	}
 	var out []string
 	for _, e := range episodes {
-		if strings.Contains(e, "stall") {
+		// A process cannot be stalled, nor started behind a cut link here.
+		if strings.Contains(e, "stall") || e == "aborted-start" {
 			continue
 		}
 		out = append(out, e)
