@@ -276,10 +276,23 @@ func liveIntervals(idx *index) map[string][]history.Window {
 			changes = append(changes, change{e.At, e.Seq, false, e.Instance})
 		}
 	}
+	// A fault that starts the instance it removes (an aborted start: started behind a cut link and
+	// stopped before its start returned) removes it at its end: at its beginning the instance did not
+	// exist yet, and reading the removal first would make it a member of the initial fleet.
+	firstStart := map[string]time.Duration{}
+	for _, e := range idx.lifecycle {
+		if _, ok := firstStart[e.Instance]; !ok && e.Lifecycle.Change == history.LifeStarted {
+			firstStart[e.Instance] = e.At
+		}
+	}
 	for _, f := range idx.faults {
 		if f.Fault.Removes {
 			for _, t := range f.Fault.Targets {
-				changes = append(changes, change{f.At, f.Seq, false, t})
+				at := f.At
+				if fs, ok := firstStart[t]; ok && fs >= f.At && f.End > f.At {
+					at = f.End
+				}
+				changes = append(changes, change{at, f.Seq, false, t})
 			}
 		}
 	}
