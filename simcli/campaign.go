@@ -326,7 +326,7 @@ func runCampaign(ctx context.Context, f *campaignFlags, def campaignDef, jobs []
 			w.stop()
 		}
 	}()
-	runPool(ctx, f.run.parallel, longestFirst(shardJobs), func(w, i int) {
+	runPool(ctx, f.run.parallel, longestFirst(shardJobs), nil, func(w, i int) {
 		j := shardJobs[i]
 		began := time.Now()
 		var row summaryRow
@@ -386,9 +386,9 @@ func runOnWorker(w *worker, k int, j job) (summaryRow, error) {
 	return row, nil
 }
 
-// runPool calls run for each index of order on workers goroutines, in that order, until ctx is done.
-// run is given the worker's number too.
-func runPool(ctx context.Context, workers int, order []int, run func(w, i int)) {
+// runPool calls run for each index of order on workers goroutines, in that order, until ctx is done or
+// stop (nil: never) reports true before an index is handed out; run is given the worker's number too.
+func runPool(ctx context.Context, workers int, order []int, stop func() bool, run func(w, i int)) {
 	next := make(chan int)
 	done := make(chan struct{})
 	for w := 0; w < workers; w++ {
@@ -400,7 +400,7 @@ func runPool(ctx context.Context, workers int, order []int, run func(w, i int)) 
 		}()
 	}
 	for _, i := range order {
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || (stop != nil && stop()) {
 			break
 		}
 		select {

@@ -183,7 +183,7 @@ func exploreCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 	for i := range order {
 		order[i] = i
 	}
-	runPoolUntil(ctx, parallel, order, func() bool {
+	runPool(ctx, parallel, order, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return stop || (f.budget > 0 && time.Since(started) >= f.budget)
@@ -291,31 +291,4 @@ func exploreSummary(scenario, system, mode string, seed int64, ran, errored int,
 		}
 	}
 	return b.String()
-}
-
-// runPoolUntil is runPool that also stops handing out jobs once done reports true.
-func runPoolUntil(ctx context.Context, workers int, order []int, done func() bool, run func(w, i int)) {
-	next := make(chan int)
-	fin := make(chan struct{})
-	for w := 0; w < workers; w++ {
-		go func() {
-			for i := range next {
-				run(w, i)
-			}
-			fin <- struct{}{}
-		}()
-	}
-	for _, i := range order {
-		if ctx.Err() != nil || done() {
-			break
-		}
-		select {
-		case next <- i:
-		case <-ctx.Done():
-		}
-	}
-	close(next)
-	for w := 0; w < workers; w++ {
-		<-fin
-	}
 }
