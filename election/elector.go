@@ -297,8 +297,14 @@ func (e *Elector) run(ctx context.Context) {
 	var lastTerm uint64
 	reissued := false // a stale holding was just released to get a new term
 	quick := false    // the last wait was an immediate retry (see nextAttempt)
-	undid := false    // an abandoned term of this instance was just released (at most once per wait)
+	undid := false    // this pass released an abandoned term of this instance (see below)
 	for ctx.Err() == nil && !e.stopping() {
+		// An abandoned term is released at most once per wait: a pass right after such a release
+		// waits instead, so a backend that keeps naming this instance cannot make it loop. The limit
+		// holds for that one pass only; kept longer (across a leadership, or failed attempts) it would
+		// leave the next abandoned term on the backend until its expiry.
+		justUndid := undid
+		undid = false
 		sent := e.cfg.Clock.Now()
 		actx, cancel := context.WithTimeout(ctx, e.cfg.OpTimeout)
 		term, ok, err := e.b.TryAcquire(actx, e.cfg.Role, e.cfg.InstanceID, e.cfg.TTL)
@@ -354,19 +360,18 @@ func (e *Elector) run(ctx context.Context) {
 		lctx, cancel := context.WithTimeout(ctx, e.cfg.OpTimeout)
 		info, err := e.b.Leader(lctx, e.cfg.Role)
 		cancel()
-		if err == nil && info.ID == e.cfg.InstanceID && info.Term != 0 && !undid && e.releasesAbandoned() {
+		if err == nil && info.ID == e.cfg.InstanceID && info.Term != 0 && !justUndid && e.releasesAbandoned() {
 			// The backend holds a term of this instance that nothing here acts on: an acquire whose
 			// reply was lost landed after the attempt was given up, or a renewal that timed out landed
 			// after the release that followed the loss failed. Nobody else is granted the role until it
 			// expires, and this elector is refused too (a new attempt is not given an earlier holding),
 			// so release it and contend again at once instead of leaving the fleet a TTL to wait.
 			e.log.Warn("election backend holds a term of this instance that it does not lead; releasing it", "term", info.Term)
-			undid = true
 			if e.release(info.Term) {
+				undid = true
 				continue
 			}
 		}
-		undid = false
 		if err == nil && info.ID != "" && info.ID != e.cfg.InstanceID {
 			e.observe(info.ID)
 			e.setState(Follower)
