@@ -160,6 +160,8 @@ type backendWindow struct {
 	from, to time.Duration
 	frozen   bool
 	slots    []slotRange // nil: every key
+	// served: the history contradicts a freeze (see markServed).
+	served bool
 }
 
 // effects is the second half of the model's input, beside the lease record: every instance's effects,
@@ -184,6 +186,7 @@ func newEffects(idx *index) *effects {
 		ef.inst[in] = ie
 	}
 	ef.readFaults()
+	ef.markServed()
 	ef.readLifecycle()
 	ef.readCalls()
 	for in, ie := range ef.inst {
@@ -236,6 +239,23 @@ func (ef *effects) readFaults() {
 				end = max(end, p)
 			}
 			ef.backend = append(ef.backend, backendWindow{fault: fe, from: from, to: end, slots: slots})
+		}
+	}
+}
+
+// markServed marks the frozen windows the history contradicts: a call the window can have held, sent
+// past the scheduling allowance after it began, answered before its end less that allowance.
+func (ef *effects) markServed() {
+	for i := range ef.backend {
+		b := &ef.backend[i]
+		if !b.frozen {
+			continue
+		}
+		for _, e := range ef.idx.ops {
+			if e.At >= b.from+SchedulingAllowance && e.At < b.to && answered(e) && e.End < b.to-SchedulingAllowance && b.reaches(e) {
+				b.served = true
+				break
+			}
 		}
 	}
 }

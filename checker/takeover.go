@@ -460,6 +460,9 @@ func (m *model) settle(ep string, t time.Duration, a string, c *settleCache) (ow
 				}
 			}
 		}
+		if r, w, ok := m.resumeOf(ep, owed); ok {
+			move(r, w)
+		}
 		if r, who := c.ready(m, owed); r > owed {
 			if r == history.Infinity {
 				return history.Infinity, append(why, "no live instance could take it over"), true, 0
@@ -575,4 +578,28 @@ func (m *model) someoneReady(t time.Duration) (time.Duration, string) {
 		}
 	}
 	return best, who
+}
+
+// resumeOf is when a frozen backend that holds ep's keys at t resumed: a frozen Redis grants nothing (a
+// request sent to it lands when it resumes), so what is owed inside the freeze is owed at its end. The
+// premise, the freeze, is read off the history, not the fault log alone: the backend answered nothing
+// sent well inside the window (past the scheduling allowance after it began) before the window's end
+// less that allowance, and nothing of ep's keys or naming no key. A window the history contradicts
+// defers nothing.
+func (m *model) resumeOf(ep string, t time.Duration) (time.Duration, string, bool) {
+	keys := m.rec.byEp[ep]
+	for _, b := range m.ef.backend {
+		if !b.frozen || b.fault.Fault.Err != "" || t < b.from || t >= b.to {
+			continue
+		}
+		if len(keys) > 0 && !slices.ContainsFunc(keys, func(k *keyRecord) bool { return touches(b.slots, k.key) }) {
+			continue
+		}
+		if b.served {
+			continue
+		}
+		return b.to, fmt.Sprintf("the backend was frozen by %s %s from %v until %v, and granted nothing before it resumed (it answered nothing sent in between): %v",
+			b.fault.Fault.ID, b.fault.Fault.Name, round(b.from), round(b.to), round(b.to)), true
+	}
+	return 0, "", false
 }
