@@ -243,8 +243,9 @@ func (m *Manager) probeNode(addr, key string) bool {
 }
 
 // probe does nothing while the link is healthy (beyond a replacement of the subscription still owed:
-// retrySub). While it is unhealthy it sends PING and, once a reply arrives, restores normal work in
-// order: a new subscription, heartbeat, discovery, then renewals and acquisitions.
+// retrySub). While it is unhealthy it sends PING and, once a reply arrives, restores normal work: a new
+// subscription set up beside the heartbeat and the discovery, then renewals and acquisitions, and the
+// join.
 func (m *Manager) probe() {
 	m.retrySub()
 	if m.cc != nil {
@@ -265,10 +266,20 @@ func (m *Manager) probe() {
 		m.log.Debug("lease: redis link probe failed", "instance", m.id, "err", err)
 		return
 	}
-	// A new subscription, confirmed before the heartbeat and the join make the others hand endpoints
-	// over, so that their release announcements reach this instance (subscription.go). A failure does
-	// not hold the recovery back (retrySub tries again).
-	m.resubscribe("link recovery")
+	// A new subscription, confirmed before the join makes the others hand endpoints over, so that their
+	// release announcements reach this instance (subscription.go). It is set up while the heartbeat and
+	// the discovery go out: each costs a round trip (the subscription a dial and a handshake as well),
+	// and on a slow link the recovery's round trips one after another cost the takeover of this
+	// instance's own endpoints its bound. Seeing the heartbeat, another instance may release an
+	// endpoint to this one before the confirmation, and that announcement may be lost; but the
+	// replacement forgets the takeover schedule, and the acquire pass comes after it, so such an
+	// endpoint is tried then. A failure does not hold the recovery back (retrySub tries again).
+	subbed := make(chan struct{})
+	go func() {
+		defer close(subbed)
+		m.resubscribe("link recovery")
+	}()
+	defer func() { <-subbed }()
 	m.hbMu.Lock()
 	m.mu.Lock()
 	running := m.state == stateRunning
@@ -291,6 +302,7 @@ func (m *Manager) probe() {
 		return
 	}
 
+	<-subbed
 	m.mu.Lock()
 	if m.state != stateRunning {
 		m.mu.Unlock()
@@ -300,7 +312,9 @@ func (m *Manager) probe() {
 	m.mu.Unlock()
 	m.metrics.setLinkHealthy(true)
 	m.log.Info("lease: redis link healthy again", "instance", m.id)
-	m.publish("join " + m.id) // the others rebalance now rather than at their next discovery round
 	m.kick(m.renewKick)
 	m.kick(m.acquireKick)
+	// The others rebalance now rather than at their next discovery round. After the kicks: the
+	// acquire pass waits for no answer to it.
+	m.publish("join " + m.id)
 }
