@@ -285,9 +285,16 @@ func (m *Manager) probe() {
 	running := m.state == stateRunning
 	m.mu.Unlock()
 	if running {
-		octx, cancel = m.opCtx()
-		err = m.heartbeat(octx)
-		cancel()
+		// The join below is worth something only while the heartbeat is in Redis: one answered a
+		// HeartbeatTTL after it was sent (a stall, held replies) may have expired, and is written again.
+		for range 2 {
+			octx, cancel = m.opCtx()
+			err = m.heartbeat(octx)
+			cancel()
+			if err != nil || m.clock.Now().Sub(m.lastBeat) < m.cfg.HeartbeatTTL {
+				break
+			}
+		}
 	}
 	m.hbMu.Unlock()
 	if !running {

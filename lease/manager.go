@@ -78,8 +78,9 @@ type Manager struct {
 	// new one after that).
 	subAt    time.Time
 	subStale bool
-	// lastBeat is when the last heartbeat was answered, on the instance's clock (hbMu guards it): a
-	// heartbeat written more than HeartbeatTTL after it makes the instance announce itself again.
+	// lastBeat is when the last heartbeat answered was sent, on the instance's clock (hbMu guards it):
+	// its key may expire HeartbeatTTL after that, so a heartbeat sent more than HeartbeatTTL after it
+	// makes the instance announce itself again.
 	lastBeat  time.Time
 	subClosed bool
 	subKick   chan struct{}

@@ -569,10 +569,13 @@ func (m *Manager) opCtxFor(d time.Duration) (context.Context, context.CancelFunc
 // shards: they are sent one after the other, and only the node key's error is returned (it alone says
 // the instance is alive; a registry entry missed is written again by the next heartbeat).
 func (m *Manager) heartbeat(ctx context.Context) error {
+	// The key lives HeartbeatTTL from when it lands, which may be long before the reply comes (a
+	// stall, held replies): it counts from when it was sent.
+	sent := m.clock.Now()
 	if m.cc != nil {
 		err := m.client.Set(ctx, m.keys.node(m.id), "1", m.cfg.HeartbeatTTL).Err()
 		if err == nil {
-			m.lastBeat = m.clock.Now()
+			m.lastBeat = sent
 			z := redis.Z{Score: float64(m.clock.Now().Add(m.cfg.HeartbeatTTL).UnixMilli()), Member: m.id}
 			if zerr := m.client.ZAdd(ctx, m.keys.nodes(), z).Err(); zerr != nil {
 				m.log.Debug("lease: fleet registry entry not written", "instance", m.id, "err", zerr)
@@ -587,7 +590,7 @@ func (m *Manager) heartbeat(ctx context.Context) error {
 		err = set.Err()
 	}
 	if err == nil {
-		m.lastBeat = m.clock.Now()
+		m.lastBeat = sent
 	}
 	return err
 }
