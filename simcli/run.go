@@ -86,8 +86,9 @@ func (f *runFlags) registerCommon(fs *flag.FlagSet) {
 	fs.Func("endpoints", "override the scenario's number of endpoints", positiveInt(&f.endpoints))
 	fs.Func("seed", "seed for every random choice (default: drawn from the clock and printed)", func(s string) error {
 		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			return fmt.Errorf("want a decimal integer, got %q", s)
+		if err != nil || n < 0 {
+			// A seed names a run's directory and its replay command: a sign would read as a flag.
+			return fmt.Errorf("want a whole number of at least 0, got %q", s)
 		}
 		f.seed, f.seedSet = n, true
 		return nil

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/tenurelabs/tenure/deploy"
 	"github.com/tenurelabs/tenure/scenarios"
@@ -92,6 +93,9 @@ func flagError(cmd string, fs *flag.FlagSet, err error) error {
 		// invalid value "x" for flag -name: reason
 		if v, after, ok := strings.Cut(rest, " for flag -"); ok {
 			if name, reason, ok := strings.Cut(after, ": "); ok {
+				if reason == "parse error" || reason == "value out of range" {
+					reason = wantOf(fs.Lookup(name), v)
+				}
 				return fmt.Errorf("%w: --%s %s: %s", errUsage, name, v, reason)
 			}
 		}
@@ -104,6 +108,28 @@ func flagError(cmd string, fs *flag.FlagSet, err error) error {
 		}
 	}
 	return fmt.Errorf("%w: %v (simrun %s --help lists the flags)", errUsage, err, cmd)
+}
+
+// wantOf says what flag f wants, for a value v the flag package could not parse ("parse error" says
+// nothing of it).
+func wantOf(f *flag.Flag, v string) string {
+	var got any
+	if f != nil {
+		if g, ok := f.Value.(flag.Getter); ok {
+			got = g.Get()
+		}
+	}
+	switch got.(type) {
+	case int, int64:
+		return "want a whole number, got " + v
+	case uint, uint64:
+		return "want a whole number of at least 0, got " + v
+	case float64:
+		return "want a number, got " + v
+	case time.Duration:
+		return "want a duration such as 90s, 10m or 1h30m, got " + v
+	}
+	return "cannot read " + v
 }
 
 // unknownName is the error for a name that is not among known: the closest ones, on one line.
