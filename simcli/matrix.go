@@ -357,7 +357,7 @@ func planMatrix(f *matrixFlags) ([]matrixCell, []job, string, error) {
 					}
 				}
 				o.Command = replay(o, f.run)
-				cellJobs = append(cellJobs, job{opts: o, dir: filepath.Join(base, sysName, fmt.Sprintf("%s-%d", scName, o.Seed))})
+				cellJobs = append(cellJobs, job{opts: o, dir: filepath.Join(base, pathSafe(sysName), fmt.Sprintf("%s-%d", scName, o.Seed))})
 			}
 			if unsupported {
 				continue
@@ -607,4 +607,18 @@ func writeMatrix(dir string, m reports.Matrix) error {
 		return fmt.Errorf("write matrix index: %w", err)
 	}
 	return nil
+}
+
+// pathSafe turns a system's name into one directory name that CI artifact uploaders accept: a process
+// system's exec:PATH has a colon and slashes, which become underscores (exec:examples/py-lock ->
+// exec_examples_py-lock). Letters, digits, '.', '-' and '_' are kept.
+func pathSafe(name string) string {
+	b := []byte(name)
+	for i, c := range b {
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_'
+		if !ok {
+			b[i] = '_'
+		}
+	}
+	return strings.Trim(string(b), ".")
 }

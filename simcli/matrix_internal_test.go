@@ -366,3 +366,21 @@ func noHoldingSurvivedTheWipe(t *testing.T, path string) string {
 	}
 	return strings.Join(ends, "; ")
 }
+
+// A matrix run's directory names hold only what CI artifact uploaders accept: a process system's
+// exec:PATH loses its colon and slashes.
+func TestMatrixDirectoryNamesAreArtifactSafe(t *testing.T) {
+	for in, want := range map[string]string{
+		"reference":                   "reference",
+		"exec:examples/redis-py-lock": "exec_examples_redis-py-lock",
+		"exec:/abs/path/system.json":  "exec__abs_path_system.json",
+		`exec:C:\x\y`:                 "exec_C__x_y",
+		"redsync-setnx-extend":        "redsync-setnx-extend",
+		"exec:../up/one":              "exec_.._up_one",
+	} {
+		got := pathSafe(in)
+		require.Equal(t, want, got, in)
+		require.NotContains(t, got, ":")
+		require.NotContains(t, got, "/")
+	}
+}
