@@ -57,6 +57,7 @@ type campaignFlags struct {
 	campaignSeed int64
 	shard        int
 	shards       int
+	shardFrom    string // where --shard auto found the shard ("" when given as i/n)
 	keep         bool
 	// workerArgs are the arguments a virtual worker plans the campaign from (virtual time only).
 	workerArgs []string
@@ -82,7 +83,15 @@ func (f *campaignFlags) register(fs *flag.FlagSet) {
 		return nil
 	})
 	f.shard, f.shards = 1, 1
-	fs.Func("shard", "run only part i of n of the jobs, e.g. 1/2 and 2/2 on two machines (default 1/1: all of them)", func(s string) error {
+	fs.Func("shard", "run only part i of n of the jobs, e.g. 1/2 and 2/2 on two machines (default 1/1: all of them); auto: the shard of the CI job it runs in (docs/ci/)", func(s string) error {
+		if s == "auto" {
+			i, n, from, err := shardFromEnv(os.Getenv)
+			if err != nil {
+				return err
+			}
+			f.shard, f.shards, f.shardFrom = i, n, from
+			return nil
+		}
 		i, n, err := parseShard(s)
 		f.shard, f.shards = i, n
 		return err
@@ -292,6 +301,9 @@ func runCampaign(ctx context.Context, f *campaignFlags, def campaignDef, jobs []
 	fmt.Fprintf(stdout, "campaign %s: %s\n", def.ID, campaignView{def: def}.about())
 	if def.Shards > 1 {
 		fmt.Fprintf(stdout, "shard %d/%d: %d of the %d runs", f.shard, def.Shards, len(mine), len(def.Jobs))
+		if f.shardFrom != "" {
+			fmt.Fprintf(stdout, " (--shard auto: from %s)", f.shardFrom)
+		}
 	} else {
 		fmt.Fprintf(stdout, "%d runs", len(mine))
 	}

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand"
 	"slices"
@@ -110,6 +111,57 @@ func parseShard(s string) (int, int, error) {
 		return 0, 0, fmt.Errorf("%d/%d names no shard: shards are numbered 1 to n (1/%d .. %d/%d)", i, n, max(n, 1), max(n, 1), max(n, 1))
 	}
 	return i, n, nil
+}
+
+// shardEnv is where --shard auto looks for the shard of the CI job it runs in, first match first:
+// the variables of each source, whether each counts from 0, and the hint its error gives.
+var shardEnv = []struct {
+	name, index, total string
+	fromZero           bool
+}{
+	{"TENURE_SHARD_INDEX/TENURE_SHARD_TOTAL", "TENURE_SHARD_INDEX", "TENURE_SHARD_TOTAL", true}, // any CI; the GitHub Actions workflow maps strategy.job-index/job-total to them
+	{"GitLab CI parallel", "CI_NODE_INDEX", "CI_NODE_TOTAL", false},                             // parallel: N
+	{"a Kubernetes Indexed Job", "JOB_COMPLETION_INDEX", "TENURE_SHARD_TOTAL", true},            // the manifest sets the total to .spec.completions
+	{"CircleCI parallelism", "CIRCLE_NODE_INDEX", "CIRCLE_NODE_TOTAL", true},                    // parallelism: N
+	{"Buildkite parallelism", "BUILDKITE_PARALLEL_JOB", "BUILDKITE_PARALLEL_JOB_COUNT", true},   // parallelism: N
+}
+
+// shardFromEnv resolves --shard auto from the environment (getenv): TENURE_SHARD=i/n as given, else
+// the first source of shardEnv whose index variable is set. It returns the shard (1-based), the count
+// and where it found them.
+func shardFromEnv(getenv func(string) string) (int, int, string, error) {
+	if s := getenv("TENURE_SHARD"); s != "" {
+		i, n, err := parseShard(s)
+		if err != nil {
+			return 0, 0, "", fmt.Errorf("TENURE_SHARD: %v", err)
+		}
+		return i, n, "TENURE_SHARD", nil
+	}
+	for _, src := range shardEnv {
+		idx := getenv(src.index)
+		if idx == "" {
+			continue
+		}
+		tot := getenv(src.total)
+		if tot == "" {
+			return 0, 0, "", fmt.Errorf("%s is set (%s=%s) but %s is not: set it to the number of shards", src.name, src.index, idx, src.total)
+		}
+		i, err1 := strconv.Atoi(idx)
+		n, err2 := strconv.Atoi(tot)
+		if err1 != nil || err2 != nil {
+			return 0, 0, "", fmt.Errorf("%s: want whole numbers, got %s=%q, %s=%q", src.name, src.index, idx, src.total, tot)
+		}
+		if src.fromZero {
+			i++
+		}
+		if n < 1 || i < 1 || i > n {
+			return 0, 0, "", fmt.Errorf("%s: %s=%s of %s=%s names no shard", src.name, src.index, idx, src.total, tot)
+		}
+		return i, n, fmt.Sprintf("%s (%s=%s, %s=%s)", src.name, src.index, idx, src.total, tot), nil
+	}
+	return 0, 0, "", errors.New("no shard in the environment: set TENURE_SHARD=i/n, or TENURE_SHARD_INDEX (from 0) and TENURE_SHARD_TOTAL, " +
+		"or run as a job of GitLab's parallel (CI_NODE_INDEX), a Kubernetes Indexed Job (JOB_COMPLETION_INDEX, with TENURE_SHARD_TOTAL), " +
+		"CircleCI or Buildkite parallelism (docs/ci/)")
 }
 
 // assignShards splits jobs of the given expected run times into n shards, returning each job's shard
