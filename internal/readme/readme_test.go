@@ -84,3 +84,43 @@ func TestReadmeProgramsBuild(t *testing.T) {
 		require.NoError(t, err, "go %s of the READMEs' Go blocks:\n%s", args[0], b)
 	}
 }
+
+// TestReadmeProgramsBuildOutsideTheCheckout builds every Go block of the READMEs as a user does, in a
+// module of its own outside the repository, with the steps README.md gives: go mod init, a replace of
+// this module by the checkout, go mod tidy, go build.
+func TestReadmeProgramsBuildOutsideTheCheckout(t *testing.T) {
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	require.NoError(t, err)
+	md, err := os.ReadFile(filepath.Join(root, "README.md"))
+	require.NoError(t, err)
+	require.Contains(t, string(md), "go mod edit -replace github.com/tenurelabs/tenure=", "README.md says how to build its programs outside the checkout")
+	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(goTool); err != nil {
+		goTool = "go"
+	}
+	for _, file := range readmes {
+		md, err := os.ReadFile(filepath.Join(root, file))
+		require.NoError(t, err)
+		blocks, lines := goBlocks(string(md))
+		for i, b := range blocks {
+			where := fmt.Sprintf("%s line %d", file, lines[i])
+			dir := t.TempDir()
+			require.False(t, strings.HasPrefix(dir, root), "the module lies outside the checkout")
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "main.go"), []byte(b), 0o644))
+			for _, args := range [][]string{
+				{"mod", "init", "example.com/readme"},
+				{"mod", "edit", "-replace", "github.com/tenurelabs/tenure=" + root},
+				{"mod", "tidy"},
+				{"build", "-o", os.DevNull, "."},
+			} {
+				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+				cmd := exec.CommandContext(ctx, goTool, args...)
+				cmd.Dir = dir
+				cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+				out, err := cmd.CombinedOutput()
+				cancel()
+				require.NoError(t, err, "%s: go %s:\n%s", where, strings.Join(args, " "), out)
+			}
+		}
+	}
+}
