@@ -244,6 +244,9 @@ func buildProcessSystem(sf systemFile, base string) (*ProcessSystem, error) {
 	if _, err := exec.LookPath(p.command[0]); err != nil {
 		return nil, field("command", "cannot run %q: %v", sf.Command[0], errors.Unwrap(err))
 	}
+	if err := nodeModulesInstalled(p.dir, p.command[0]); err != nil {
+		return nil, err
+	}
 	for k, v := range sf.Env {
 		if k == "" || strings.ContainsAny(k, "=\x00") {
 			return nil, field("env", "%q is not a variable name", k)
@@ -331,4 +334,42 @@ func jsonProblem(err error, place string) string {
 		return fmt.Sprintf("field %q: %v", place, err)
 	}
 	return msg
+}
+
+// nodeModulesInstalled refuses a Node program whose packages are not installed: its directory has a
+// package.json with dependencies and no node_modules. Without the check each instance dies on its first
+// require with a stack trace cut short in the instance's log, and the run reports only that the
+// instances exited.
+func nodeModulesInstalled(dir, command string) error {
+	if filepath.Base(command) != "node" && filepath.Base(command) != "nodejs" {
+		return nil
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "package.json"))
+	if err != nil {
+		return nil // no package.json: nothing to install
+	}
+	var pkg struct {
+		Dependencies map[string]string `json:"dependencies"`
+	}
+	if json.Unmarshal(b, &pkg) != nil || len(pkg.Dependencies) == 0 {
+		return nil
+	}
+	if st, err := os.Stat(filepath.Join(dir, "node_modules")); err == nil && st.IsDir() {
+		return nil
+	}
+	how := "npm install"
+	if _, err := os.Stat(filepath.Join(dir, "package-lock.json")); err == nil {
+		how = "npm ci"
+	}
+	return fmt.Errorf("%s needs its Node packages (%s), which are not installed (no node_modules): run %q in %s (make setup does it for the examples)",
+		dir, strings.Join(sortedKeys(pkg.Dependencies), ", "), how, dir)
+}
+
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }

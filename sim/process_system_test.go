@@ -166,3 +166,25 @@ func TestExploreLeavesOutWhatAProcessSystemCannotRun(t *testing.T) {
 		}
 	}
 }
+
+// A Node system whose packages are not installed is refused when its file is read, with the command
+// that installs them: otherwise every instance dies on its first require, and the run says only that
+// the instances exited.
+func TestANodeSystemWithoutItsPackagesSaysHowToInstallThem(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	// A stand-in for node: the check goes by the command's name, and the command must be runnable.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "node"), []byte("#!/bin/sh\nexit 0\n"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "system.json"),
+		[]byte(`{"name": "n", "kind": "lease", "command": ["./node", "instance.js"]}`), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "package.json"),
+		[]byte(`{"dependencies": {"redlock": "4.2.0", "ioredis": "6.0.0"}}`), 0o644))
+	_, err := sim.LoadSystemFile(filepath.Join(dir, "system.json"))
+	require.ErrorContains(t, err, `needs its Node packages (ioredis, redlock), which are not installed (no node_modules): run "npm install" in `+dir)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "package-lock.json"), []byte(`{}`), 0o644))
+	_, err = sim.LoadSystemFile(filepath.Join(dir, "system.json"))
+	require.ErrorContains(t, err, `run "npm ci" in `+dir)
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "node_modules"), 0o755))
+	_, err = sim.LoadSystemFile(filepath.Join(dir, "system.json"))
+	require.NoError(t, err)
+}
