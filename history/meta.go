@@ -78,6 +78,10 @@ type Meta struct {
 	// Expect holds the invariants this scenario is expected to violate (for regression scenarios of
 	// broken systems); empty for ordinary scenarios.
 	Expect []string `json:"expect,omitempty"`
+	// NotPromised holds the invariants the system under test does not promise (a lock library that
+	// does not spread endpoints does not promise balance): they are judged and shown, and a run passes
+	// whatever their verdict.
+	NotPromised []string `json:"not_promised,omitempty"`
 	// Lag is the harness's own lateness through the run (see Lag); nil in histories of schema 1 and
 	// those recorded without the monitor, which are judged without it.
 	Lag *Lag `json:"lag,omitempty"`

@@ -120,7 +120,7 @@ func failingNaiveReport(t *testing.T) (string, Run) {
 	opts := checker.DefaultOptions()
 	opts.MaxViolations = MaxListedViolations
 	rep := checker.Check(h, opts)
-	r := Run{History: h, Report: rep, Passed: Judge(rep, h.Meta.Expect),
+	r := Run{History: h, Report: rep, Passed: Judge(rep, ExpectOf(h.Meta)),
 		Linearizability: func(w io.Writer) error { return checker.VisualizeLinearizability(w, h, opts) }}
 	require.False(t, r.Passed)
 	return writeRun(t, r), r

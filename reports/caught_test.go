@@ -32,7 +32,7 @@ func caughtRun() Run {
 		{Invariant: checker.InvStalePoll, Outcome: checker.Caught, Message: "3 stale polls caught", Caught: refusals, CaughtTruncated: 2},
 	}
 	r.Report.Refused = 5
-	r.Passed = Judge(r.Report, nil)
+	r.Passed = Judge(r.Report, Expect{})
 	return r
 }
 

@@ -35,14 +35,14 @@ func inconclusiveRun() Run {
 				Message: "crash on a: ep-001 was taken over by b after 3.18s, over the bound 3.1s",
 				From:    6 * s, To: 9*s + 180*time.Millisecond, Over: 80 * time.Millisecond, Lag: &lag}}},
 	}
-	r.Passed = Judge(r.Report, nil)
+	r.Passed = Judge(r.Report, Expect{})
 	return r
 }
 
 func TestInconclusiveIsItsOwnStateInEveryOutput(t *testing.T) {
 	r := inconclusiveRun()
 	require.False(t, r.Passed)
-	require.True(t, Inconclusive(r.Report, nil))
+	require.True(t, Inconclusive(r.Report, Expect{}))
 	dir := writeRun(t, r)
 
 	// result.json: not passed, inconclusive, the invariant's outcome and count, the lag in meta.
@@ -126,7 +126,7 @@ func TestSuiteShowsInconclusiveApart(t *testing.T) {
 	entries = append(entries, SuiteEntry{Dir: "fail", Meta: fail.History.Meta, Report: fail.Report})
 	require.NoError(t, WriteSuite(dir, "ci", entries))
 	require.Contains(t, string(mustRead(t, filepath.Join(dir, FileIndex))), ">FAILED<")
-	require.False(t, Inconclusive(fail.Report, nil), "a run with a violation fails, whatever else was inconclusive")
+	require.False(t, Inconclusive(fail.Report, Expect{}), "a run with a violation fails, whatever else was inconclusive")
 }
 
 // A backend ping that was out during a fault of the backend is drawn, but not as lag over the

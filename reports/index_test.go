@@ -20,7 +20,7 @@ func TestWriteIndexOfPrunedRunsBySeed(t *testing.T) {
 	for seed := int64(1); seed <= 2; seed++ {
 		r := synthRun(synthConfig{instances: 3, endpoints: 6, dur: 10 * time.Second, ttl: time.Second, poll: 200 * time.Millisecond, seed: uint64(seed)})
 		r.History.Meta.Scenario, r.History.Meta.Seed = "crash-failover", seed
-		r.Passed = Judge(r.Report, r.expected())
+		r.Passed = Judge(r.Report, r.expect())
 		rel := fmt.Sprintf("crash-failover-%d", seed)
 		dir := filepath.Join(root, rel)
 		require.NoError(t, WriteRun(dir, r))

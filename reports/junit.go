@@ -14,14 +14,14 @@ import (
 
 // junitRun is one scenario's contribution to a JUnit file.
 type junitRun struct {
-	meta     history.Meta
-	rep      checker.Report
-	expected []string
-	bySeed   bool // name the test suite by scenario and seed (runs of one scenario on many seeds)
+	meta   history.Meta
+	rep    checker.Report
+	expect Expect
+	bySeed bool // name the test suite by scenario and seed (runs of one scenario on many seeds)
 }
 
 func junitRunOf(meta history.Meta, rep checker.Report, expected []string) junitRun {
-	return junitRun{meta: meta, rep: rep, expected: expected}
+	return junitRun{meta: meta, rep: rep, expect: Expect{Violated: expected, NotPromised: meta.NotPromised}}
 }
 
 type jSuites struct {
@@ -128,7 +128,7 @@ func junitSuite(r junitRun) jSuite {
 	if mt.Interrupted {
 		s.Properties = append(s.Properties, jProperty{"interrupted", "true"})
 	}
-	if Inconclusive(r.rep, r.expected) {
+	if Inconclusive(r.rep, r.expect) {
 		s.Properties = append(s.Properties, jProperty{"inconclusive", "true"})
 	}
 	if mt.Lag != nil {
@@ -146,7 +146,7 @@ func junitSuite(r junitRun) jSuite {
 	for _, res := range r.rep.Results {
 		seen[res.Invariant] = true
 		c := jCase{Name: res.Invariant, Classname: class, Time: secs(res.Duration)}
-		switch st := statusOf(res, r.expected); st {
+		switch st := statusOf(res, r.expect); st {
 		case stSkipped:
 			c.Skipped = &jMsg{Message: roundDurations(res.Message)}
 			s.Skipped++
@@ -170,7 +170,7 @@ func junitSuite(r junitRun) jSuite {
 		}
 		s.Cases = append(s.Cases, c)
 	}
-	for _, inv := range r.expected {
+	for _, inv := range r.expect.Violated {
 		if !seen[inv] && !slices.ContainsFunc(s.Cases, func(c jCase) bool { return c.Name == inv }) {
 			s.Cases = append(s.Cases, jCase{Name: inv, Classname: class, Time: secs(0),
 				Failure: &jMsg{Message: "expected " + inv + " to be violated, but the checker reported no result for it", Type: "expectation"}})

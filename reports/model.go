@@ -21,6 +21,7 @@ type model struct {
 	// inconclusive: the run did not pass only because timing findings coincided with harness lag.
 	inconclusive bool
 	expected     []string
+	expect       Expect
 	dur          time.Duration // the drawn run length
 
 	ev    []history.Event
@@ -137,8 +138,9 @@ func buildModel(r Run) *model {
 		rep:      r.Report,
 		passed:   r.Passed,
 		expected: r.expected(),
+		expect:   r.expect(),
 		// Judged again here rather than passed in: Run.Passed is the caller's, the rest follows from it.
-		inconclusive: !r.Passed && Inconclusive(r.Report, r.expected()),
+		inconclusive: !r.Passed && Inconclusive(r.Report, r.expect()),
 		ev:           r.History.Events,
 		instIdx:      map[string]int{},
 		epIdx:        map[string]int{},
@@ -407,7 +409,7 @@ func (m *model) buildResults() {
 	for i, res := range m.rep.Results {
 		res = legacyRefusals(res)
 		m.rep.Results[i] = res
-		st := statusOf(res, m.expected)
+		st := statusOf(res, m.expect)
 		m.results = append(m.results, resultView{res: res, st: st})
 		for _, v := range res.Violations {
 			m.viols = append(m.viols, violInfo{n: len(m.viols) + 1, invariant: res.Invariant, st: st, v: v, ep: m.epOf(v),

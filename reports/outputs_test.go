@@ -47,15 +47,24 @@ func TestJudge(t *testing.T) {
 		{"expected invariant never checked", pass, []string{"zzz"}, false},
 		{"unknown never passes", unk, []string{"a"}, false},
 	} {
-		t.Run(tc.name, func(t *testing.T) { require.Equal(t, tc.want, Judge(tc.rep, tc.expect)) })
+		t.Run(tc.name, func(t *testing.T) { require.Equal(t, tc.want, Judge(tc.rep, Expect{Violated: tc.expect})) })
 	}
+	// An invariant the system does not promise is judged and shown, and the run passes whatever its
+	// verdict; every other invariant still decides.
+	require.True(t, Judge(viol, Expect{NotPromised: []string{"b"}}), "a violation of what is not promised")
+	require.True(t, Judge(unk, Expect{NotPromised: []string{"a"}}), "an unknown verdict of what is not promised")
+	require.False(t, Judge(viol, Expect{NotPromised: []string{"a"}}), "the promised b still decides")
+	require.False(t, Judge(pass, Expect{Violated: []string{"a"}, NotPromised: []string{"a"}}), "an expected violation is expected even if not promised")
+	st := statusOf(viol.Results[1], Expect{NotPromised: []string{"b"}})
+	require.Equal(t, "not held, not promised", st.label())
+	require.True(t, st.ok())
 }
 
 func TestJUnit(t *testing.T) {
 	r := synthRun(synthConfig{instances: 2, endpoints: 3, dur: 5 * time.Second, ttl: time.Second, poll: 200 * time.Millisecond, seed: 3})
 	r.Report = verdictReport()
 	r.Expected = []string{checker.InvBalance, checker.InvFencing}
-	r.Passed = Judge(r.Report, r.Expected)
+	r.Passed = Judge(r.Report, Expect{Violated: r.Expected})
 	require.False(t, r.Passed)
 	dir := writeRun(t, r)
 	parseXML(t, mustRead(t, filepath.Join(dir, FileJUnit))) // well-formed

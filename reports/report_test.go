@@ -76,7 +76,7 @@ func checkReportPage(t *testing.T, dir string, r Run) *node {
 	verdict := page.byID("verdict")
 	require.NotNil(t, verdict)
 	want := map[bool]string{true: "PASSED", false: "FAILED"}[r.Passed]
-	if !r.Passed && Inconclusive(r.Report, r.expected()) {
+	if !r.Passed && Inconclusive(r.Report, r.expect()) {
 		want = "INCONCLUSIVE"
 	}
 	if r.History.Meta.Interrupted {
@@ -93,7 +93,7 @@ func checkReportPage(t *testing.T, dir string, r Run) *node {
 	require.Len(t, rows, len(r.Report.Results))
 	for i, res := range r.Report.Results {
 		require.Equal(t, res.Invariant, rows[i].attrs["data-invariant"])
-		require.True(t, rows[i].hasClass(statusOf(res, r.expected()).class()), "row %s", res.Invariant)
+		require.True(t, rows[i].hasClass(statusOf(res, r.expect()).class()), "row %s", res.Invariant)
 		require.Contains(t, rows[i].text.String(), m.humanize(res.Message))
 	}
 

@@ -46,6 +46,12 @@ type Run struct {
 }
 
 // expected returns the run's expected violations.
+// expect is the run's expectations: its expected violations (as expected gives them) and what its
+// system does not promise.
+func (r Run) expect() Expect {
+	return Expect{Violated: r.expected(), NotPromised: r.History.Meta.NotPromised}
+}
+
 func (r Run) expected() []string {
 	if r.Expected != nil {
 		return r.Expected

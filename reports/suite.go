@@ -227,7 +227,7 @@ func suiteRowOf(r SuiteEntry, cols []string) suiteRow {
 	row := suiteRow{
 		Scenario: mt.Scenario, System: mt.System, Seed: fmt.Sprint(mt.Seed), Report: r.link(FileReport),
 		Summary: r.link(FileSummary), SummaryWord: "summary", Duration: fmtDur(mt.Duration), Command: mt.Command,
-		Backend: backendShort(mt.Backend), passed: r.Passed && !mt.Interrupted, inconclusive: !r.Passed && Inconclusive(r.Report, mt.Expect),
+		Backend: backendShort(mt.Backend), passed: r.Passed && !mt.Interrupted, inconclusive: !r.Passed && Inconclusive(r.Report, ExpectOf(mt)),
 		interrupted: mt.Interrupted,
 	}
 	if r.Pruned {
@@ -249,7 +249,7 @@ func suiteRowOf(r SuiteEntry, cols []string) suiteRow {
 			if res.Invariant != inv {
 				continue
 			}
-			st := statusOf(res, mt.Expect)
+			st := statusOf(res, ExpectOf(mt))
 			cell = suiteCell{Text: st.label(), Class: st.class(), Tip: oneLine(roundDurations(res.Message), 300)}
 			if n := len(res.Violations) + res.Truncated; n > 0 {
 				cell.Text = fmt.Sprintf("%s (%d)", st.label(), n)

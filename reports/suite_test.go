@@ -26,7 +26,7 @@ func TestWriteSuite(t *testing.T) {
 		case 2: // fails: a violation nobody expected
 			r.History.Meta.Expect = nil
 		}
-		r.Passed = Judge(r.Report, r.expected())
+		r.Passed = Judge(r.Report, r.expect())
 		rel := filepath.Join("runs", strings.ReplaceAll(name, " ", "_"))
 		require.NoError(t, WriteRun(filepath.Join(root, rel), r))
 		res, err := ReadResult(filepath.Join(root, rel))

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/tenurelabs/tenure/checker"
+	"github.com/tenurelabs/tenure/history"
 )
 
 // status is an invariant's verdict after the scenario's expectations are applied.
@@ -20,10 +21,15 @@ const (
 	// stInconclusive: a timing invariant broken only while the harness itself ran late: no evidence
 	// either way, so neither a pass nor a failure.
 	stInconclusive
+	// stNotPromised: not held (violated, inconclusive, unknown), by an invariant the system does not
+	// promise: shown, and no reason for the run to fail.
+	stNotPromised
 )
 
 // ok reports whether the status lets the run pass.
-func (s status) ok() bool { return s == stPass || s == stSkipped || s == stExpected || s == stCaught }
+func (s status) ok() bool {
+	return s == stPass || s == stSkipped || s == stExpected || s == stCaught || s == stNotPromised
+}
 
 // label is the status for a person.
 func (s status) label() string {
@@ -42,6 +48,8 @@ func (s status) label() string {
 		return "caught (safe)"
 	case stInconclusive:
 		return "inconclusive (harness lag)"
+	case stNotPromised:
+		return "not held, not promised"
 	default:
 		return "unknown"
 	}
@@ -62,6 +70,8 @@ func (s status) class() string {
 		return "caught"
 	case stInconclusive:
 		return "inconclusive"
+	case stNotPromised:
+		return "notpromised"
 	default:
 		return "unknown"
 	}
@@ -78,6 +88,8 @@ func (s status) icon() string {
 		return "🛡️"
 	case stInconclusive:
 		return "⏳"
+	case stNotPromised:
+		return "➖"
 	case stViolated, stMissed:
 		return "❌"
 	default:
@@ -85,9 +97,26 @@ func (s status) icon() string {
 	}
 }
 
+// Expect is what a run's verdict expects: the violations its scenario expects, and the invariants its
+// system does not promise.
+type Expect struct {
+	Violated    []string
+	NotPromised []string
+}
+
+// ExpectOf reads a run's expectations from its history's header.
+func ExpectOf(m history.Meta) Expect { return Expect{Violated: m.Expect, NotPromised: m.NotPromised} }
+
 // statusOf applies expectations to one result.
-func statusOf(res checker.Result, expected []string) status {
-	exp := slices.Contains(expected, res.Invariant)
+func statusOf(res checker.Result, e Expect) status {
+	exp := slices.Contains(e.Violated, res.Invariant)
+	if !exp && slices.Contains(e.NotPromised, res.Invariant) {
+		switch res.Outcome {
+		case checker.Pass, checker.Skipped, checker.Caught:
+		default:
+			return stNotPromised
+		}
+	}
 	switch res.Outcome {
 	case checker.Pass:
 		if exp {
@@ -120,8 +149,8 @@ func statusOf(res checker.Result, expected []string) status {
 // Judge reports whether a run passes given the invariants its scenario expects to be violated: every
 // expected invariant must be reported violated, and every other one must pass, be caught or be skipped. An unknown
 // verdict never passes. Callers may compute Run.Passed with it.
-func Judge(rep checker.Report, expected []string) bool {
-	for _, inv := range expected {
+func Judge(rep checker.Report, e Expect) bool {
+	for _, inv := range e.Violated {
 		found := false
 		for _, res := range rep.Results {
 			if res.Invariant == inv {
@@ -133,7 +162,7 @@ func Judge(rep checker.Report, expected []string) bool {
 		}
 	}
 	for _, res := range rep.Results {
-		if !statusOf(res, expected).ok() {
+		if !statusOf(res, e).ok() {
 			return false
 		}
 	}
@@ -144,18 +173,18 @@ func Judge(rep checker.Report, expected []string) bool {
 // from passing is inconclusive (a timing verdict the harness's own lag can account for), none violated,
 // missed or unknown. Such a run is evidence neither way: it is neither passed nor failed, and simrun
 // exits with a code of its own for it.
-func Inconclusive(rep checker.Report, expected []string) bool {
-	if Judge(rep, expected) {
+func Inconclusive(rep checker.Report, e Expect) bool {
+	if Judge(rep, e) {
 		return false
 	}
-	for _, inv := range expected {
+	for _, inv := range e.Violated {
 		if !slices.ContainsFunc(rep.Results, func(r checker.Result) bool { return r.Invariant == inv }) {
 			return false
 		}
 	}
 	found := false
 	for _, res := range rep.Results {
-		switch st := statusOf(res, expected); {
+		switch st := statusOf(res, e); {
 		case st == stInconclusive:
 			found = true
 		case !st.ok():

@@ -30,6 +30,7 @@ type ProcessSystem struct {
 	readyTimeout            time.Duration
 	topology                string
 	caps                    Capabilities
+	promises                Promises
 	catalogue               *ScriptCatalogue
 	ref                     string // how a command line names the system
 }
@@ -76,6 +77,9 @@ func (p *ProcessSystem) Description() string {
 
 // Topology implements TopologyUser: TopologySingle or TopologyIndependent.
 func (p *ProcessSystem) Topology() string { return p.topology }
+
+// Promises implements Promiser: what the system file's "promises" says.
+func (p *ProcessSystem) Promises() Promises { return p.promises }
 
 // Classify implements OpClassifier through the system's script catalogue: the built-in entries (the
 // reference's scripts and the lock libraries') and the system file's own.
@@ -142,6 +146,7 @@ type systemFile struct {
 	ReadyTimeoutMS *int64            `json:"ready_timeout_ms"`
 	Topology       string            `json:"topology"`
 	Capabilities   json.RawMessage   `json:"capabilities"`
+	Promises       json.RawMessage   `json:"promises"`
 	Scripts        []json.RawMessage `json:"scripts"`
 }
 
@@ -270,6 +275,11 @@ func buildProcessSystem(sf systemFile, base string) (*ProcessSystem, error) {
 		p.topology = TopologyIndependent
 	default:
 		return nil, field("topology", `%q: want "single" or "independent" (Sentinel and Cluster are not offered to process systems)`, sf.Topology)
+	}
+	if len(sf.Promises) > 0 {
+		if err := strictJSON(sf.Promises, &p.promises); err != nil {
+			return nil, errors.New(jsonProblem(err, "promises"))
+		}
 	}
 	if len(sf.Capabilities) > 0 {
 		if err := strictJSON(sf.Capabilities, &p.caps); err != nil {

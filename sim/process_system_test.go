@@ -188,3 +188,26 @@ func TestANodeSystemWithoutItsPackagesSaysHowToInstallThem(t *testing.T) {
 	_, err = sim.LoadSystemFile(filepath.Join(dir, "system.json"))
 	require.NoError(t, err)
 }
+
+// A system file says what its system promises; what it leaves out is promised, and a field the
+// harness does not know is refused with the field named.
+func TestSystemFilePromises(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(promises string) error {
+		body := `{"name": "p", "kind": "lease", "command": ["sh", "-c", "true"]` + promises + `}`
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "system.json"), []byte(body), 0o644))
+		_, err := sim.LoadSystemFile(dir)
+		return err
+	}
+	load := func(promises string) []string {
+		require.NoError(t, write(promises))
+		p, err := sim.LoadSystemFile(dir)
+		require.NoError(t, err)
+		return p.Promises().NotPromised()
+	}
+	require.Empty(t, load(""), "nothing declared: everything promised")
+	require.Equal(t, []string{"balance", "fencing"}, load(`, "promises": {"balance": false, "fencing": false, "failover": true}`))
+	require.Equal(t, []string{"failover"}, load(`, "promises": {"failover": false}`))
+	require.ErrorContains(t, write(`, "promises": {"balanse": false}`), `unknown field "promises.balanse"`)
+}
