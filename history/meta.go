@@ -82,6 +82,10 @@ type Meta struct {
 	// does not spread endpoints does not promise balance): they are judged and shown, and a run passes
 	// whatever their verdict.
 	NotPromised []string `json:"not_promised,omitempty"`
+	// Tick is how often the system says it looks for free endpoints (its system file's promises.tick,
+	// at this run's time scale); zero when it does not say. A takeover may wait for it after a key
+	// expires: a late failover within it is reported with the bound the system's own intervals imply.
+	Tick time.Duration `json:"tick,omitempty"`
 	// Lag is the harness's own lateness through the run (see Lag); nil in histories of schema 1 and
 	// those recorded without the monitor, which are judged without it.
 	Lag *Lag `json:"lag,omitempty"`

@@ -127,6 +127,9 @@ func (m *model) buildDiagnosis() {
 			g.text = m.offenderStory(first.off, g)
 		} else {
 			g.title = first.invariant
+			if slices.Contains(m.expect.NotPromised, first.invariant) {
+				g.title += ", not promised"
+			}
 			g.text = m.invariantStory(g)
 		}
 	}

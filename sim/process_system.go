@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -279,6 +280,9 @@ func buildProcessSystem(sf systemFile, base string) (*ProcessSystem, error) {
 	if len(sf.Promises) > 0 {
 		if err := strictJSON(sf.Promises, &p.promises); err != nil {
 			return nil, errors.New(jsonProblem(err, "promises"))
+		}
+		if p.promises.Tick != "" && !slices.Contains(Ticks, p.promises.Tick) {
+			return nil, field("promises", "tick %q: want %s (the harness interval at which the system looks for free endpoints)", p.promises.Tick, strings.Join(Ticks, " or "))
 		}
 	}
 	if len(sf.Capabilities) > 0 {

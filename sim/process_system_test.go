@@ -210,4 +210,6 @@ func TestSystemFilePromises(t *testing.T) {
 	require.Equal(t, []string{"balance", "fencing"}, load(`, "promises": {"balance": false, "fencing": false, "failover": true}`))
 	require.Equal(t, []string{"failover"}, load(`, "promises": {"failover": false}`))
 	require.ErrorContains(t, write(`, "promises": {"balanse": false}`), `unknown field "promises.balanse"`)
+	require.Empty(t, load(`, "promises": {"tick": "discovery"}`), "a tick is a declaration, not a promise withheld")
+	require.ErrorContains(t, write(`, "promises": {"tick": "hourly"}`), `tick "hourly": want discovery or renewal`)
 }

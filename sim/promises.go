@@ -1,6 +1,10 @@
 package sim
 
-import "github.com/tenurelabs/tenure/checker"
+import (
+	"time"
+
+	"github.com/tenurelabs/tenure/checker"
+)
 
 // Promises is what a system promises beyond safety. Safety (one holder and one poller at a time, polls
 // inside their leases, a linearizable history, no stale belief, no blind write) is judged for every
@@ -16,6 +20,25 @@ type Promises struct {
 	// Failover: a failed holder's endpoints are polled again within the bound the checker derives from
 	// the specification's timing (the TTL, the detection latency, the faults' physical limits).
 	Failover *bool `json:"failover,omitempty"`
+	// Tick names the harness's interval at which the system looks for free endpoints, when it looks
+	// on a tick rather than at a key's expiry or a release: "discovery" or "renewal". A takeover may
+	// then wait a tick after the key expires; a late failover within it is reported so, with the bound
+	// the system's own intervals imply beside the specification's (which still decides).
+	Tick string `json:"tick,omitempty"`
+}
+
+// Ticks are the names Promises.Tick accepts.
+var Ticks = []string{"discovery", "renewal"}
+
+// tickOf is the interval p.Tick names, at timing t; zero when it names none.
+func (p Promises) tickOf(t Timing) time.Duration {
+	switch p.Tick {
+	case "discovery":
+		return t.DiscoveryInterval
+	case "renewal":
+		return t.RenewInterval
+	}
+	return 0
 }
 
 // Promiser is an optional interface of a System: what it promises. A System that is not a Promiser
@@ -37,6 +60,14 @@ func (p Promises) NotPromised() []string {
 		out = append(out, checker.InvFailover)
 	}
 	return out
+}
+
+// tickOf returns the interval at which system s says it looks for free endpoints, at timing t.
+func tickOf(s System, t Timing) time.Duration {
+	if p, ok := s.(Promiser); ok {
+		return p.Promises().tickOf(t)
+	}
+	return 0
 }
 
 // notPromisedBy returns what system s does not promise.

@@ -369,7 +369,7 @@ func (s *stagedRun) collect(out scheduled) history.History {
 			Instances: sc.Instances, Endpoints: sc.Endpoints, LeaseTTL: timing.LeaseTTL,
 			FailoverBound: FailoverBound(timing), PollInterval: timing.PollInterval, Timing: metaTiming(o.System, timing), DiscoveryInterval: timing.DiscoveryInterval, Fencing: sc.Fencing,
 			Steady: s.p.steady, ExpectBalance: sc.ExpectBalance, Duration: out.end, StartedAt: s.start.UTC(),
-			Command: o.Command, Interrupted: out.interrupted, Virtual: o.Virtual, Expect: sc.Expect, NotPromised: notPromisedBy(o.System), Exercises: exercises(sc, sc.Timing.merged(SpecTiming())),
+			Command: o.Command, Interrupted: out.interrupted, Virtual: o.Virtual, Expect: sc.Expect, NotPromised: notPromisedBy(o.System), Tick: tickOf(o.System, timing), Exercises: exercises(sc, sc.Timing.merged(SpecTiming())),
 			Assumptions: assumptions(sc, timing, s.backend.About(), s.p.schedule), Counted: s.rec.Counted(),
 			Lag: s.lag.stop(out.end),
 		},
