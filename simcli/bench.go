@@ -344,7 +344,7 @@ func benchRun(ctx context.Context, b *benchFlags, o sim.Options, dir string, fg 
 	h := res.History
 	opts := checker.DefaultOptions()
 	rep := checker.Check(h, opts)
-	passed := reports.Judge(rep, h.Meta.Expect)
+	passed := reports.Judge(rep, reports.ExpectOf(h.Meta))
 	interrupted := h.Meta.Interrupted || ctx.Err() != nil
 	fg.add(h, rep)
 	took := time.Since(started).Round(100 * time.Millisecond)

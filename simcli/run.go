@@ -47,7 +47,9 @@ type runFlags struct {
 	parallelSet  bool
 	// rerunInconclusive is how many more times a scenario is run, same seed, while it is inconclusive.
 	rerunInconclusive int
-	set               map[string]bool // the flags given on the command line
+	// repeat runs each scenario this many times on its seed (--repeat), for a pass rate.
+	repeat int
+	set    map[string]bool // the flags given on the command line
 	// virtual runs in virtual time (sim.Options.Virtual); refused lists the scenarios of a suite that
 	// virtual time cannot hold, with why.
 	virtual bool
@@ -70,6 +72,8 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.duration, "duration", 10*time.Minute, "soak suite: keep drawing new nemesis runs until this much time is spent")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress line")
 	fs.IntVar(&f.parallel, "parallel", 0, "run this many scenarios at once, each with its own Redis and proxies (default: the suite's, else 1)")
+	f.repeat = 1
+	fs.Func("repeat", "run each scenario N times on the same seed and report its pass rate: a seed fixes the faults, not the timing of everything else (default 1)", positiveInt(&f.repeat))
 	fs.Func("rerun-inconclusive", "run an inconclusive scenario (the harness ran too late to judge it) again with the same seed, up to N more times (default 0)", func(s string) error {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 0 {
@@ -170,6 +174,12 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	if err != nil {
 		return ExitUsage, err
 	}
+	if f.repeat > 1 {
+		if f.suite == "soak" {
+			return ExitUsage, fmt.Errorf("%w: --repeat has no use with the soak suite, which draws a new seed for every run: leave one of them out", errUsage)
+		}
+		jobs, base = repeated(jobs, base, f.repeat)
+	}
 	var dirs []string
 	for _, j := range jobs {
 		dirs = append(dirs, j.dir)
@@ -202,6 +212,9 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	}
 	runErr := err
 	printSummary(stdout, rows)
+	if f.repeat > 1 {
+		printPassRates(stdout, rows)
+	}
 	if base != "" {
 		name := f.suite
 		if name == "" {
@@ -213,6 +226,23 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 		fmt.Fprintf(stdout, "index: %s\n", filepath.Join(base, "index.html"))
 	}
 	return code, runErr
+}
+
+// repeated makes n jobs of each job, on its seed, in a directory of their own each under base (the
+// run's directory when it had none: the repeats are a collection of runs).
+func repeated(jobs []job, base string, n int) ([]job, string) {
+	if base == "" {
+		base = jobs[0].dir
+	}
+	var out []job
+	for _, j := range jobs {
+		for k := 1; k <= n; k++ {
+			r := j
+			r.dir = filepath.Join(base, fmt.Sprintf("%s-r%d", j.opts.Scenario.Name, k))
+			out = append(out, r)
+		}
+	}
+	return out, base
 }
 
 // errSomeErrored marks a run of several scenarios in which some could not be set up: the others ran,
@@ -678,7 +708,7 @@ func judge(dir string, h history.History, keepHistory bool) (summaryRow, reports
 	opts := checker.DefaultOptions()
 	opts.MaxViolations = reports.MaxListedViolations // the report marks and counts every violation
 	rep := checker.Check(h, opts)
-	passed := reports.Judge(rep, h.Meta.Expect)
+	passed := reports.Judge(rep, reports.ExpectOf(h.Meta))
 	judged := time.Now()
 	if err := writeReports(dir, h, rep, passed, opts, keepHistory); err != nil {
 		return summaryRow{}, reports.SuiteEntry{}, err
@@ -696,7 +726,7 @@ func judgeLean(dir string, h history.History, lean bool) (summaryRow, reports.Su
 	opts := checker.DefaultOptions()
 	opts.MaxViolations = reports.MaxListedViolations
 	rep := checker.Check(h, opts)
-	passed := reports.Judge(rep, h.Meta.Expect)
+	passed := reports.Judge(rep, reports.ExpectOf(h.Meta))
 	judged := time.Now()
 	var err error
 	if passed {

@@ -41,7 +41,7 @@ var invariantOrder = []string{checker.InvSingleHolder, checker.InvSinglePoller, 
 
 func newSummaryRow(m history.Meta, rep checker.Report, passed bool) summaryRow {
 	row := summaryRow{scenario: m.Scenario, passed: passed, outcomes: map[string]checker.Outcome{}, duration: m.Duration,
-		inconclusive: !passed && reports.Inconclusive(rep, m.Expect)}
+		inconclusive: !passed && reports.Inconclusive(rep, reports.ExpectOf(m))}
 	var bad, caught []string
 	for _, r := range rep.Results {
 		row.outcomes[r.Invariant] = r.Outcome
@@ -115,6 +115,51 @@ func mark(o checker.Outcome) string {
 		return "INCONCLUSIVE"
 	}
 	return "?"
+}
+
+// printPassRates prints, for each scenario run several times (--repeat), how many of its runs passed.
+func printPassRates(w io.Writer, rows []summaryRow) {
+	type rate struct{ runs, passed, failed, inconclusive, other int }
+	var order []string
+	rates := map[string]*rate{}
+	for _, r := range rows {
+		x := rates[r.scenario]
+		if x == nil {
+			x = &rate{}
+			rates[r.scenario] = x
+			order = append(order, r.scenario)
+		}
+		x.runs++
+		switch {
+		case r.notRun || r.interrupted || r.errored:
+			x.other++
+		case r.passed:
+			x.passed++
+		case r.inconclusive:
+			x.inconclusive++
+		default:
+			x.failed++
+		}
+	}
+	fmt.Fprintln(w, "\npass rate (each scenario on its one seed):")
+	for _, sc := range order {
+		x := rates[sc]
+		fmt.Fprintf(w, "  %s: %d of %d passed (%.0f%%)", sc, x.passed, x.runs, 100*float64(x.passed)/float64(x.runs))
+		var rest []string
+		if x.failed > 0 {
+			rest = append(rest, fmt.Sprintf("%d failed", x.failed))
+		}
+		if x.inconclusive > 0 {
+			rest = append(rest, fmt.Sprintf("%d inconclusive", x.inconclusive))
+		}
+		if x.other > 0 {
+			rest = append(rest, fmt.Sprintf("%d without a verdict", x.other))
+		}
+		if len(rest) > 0 {
+			fmt.Fprintf(w, "; %s", strings.Join(rest, ", "))
+		}
+		fmt.Fprintln(w)
+	}
 }
 
 func printSummary(w io.Writer, rows []summaryRow) {

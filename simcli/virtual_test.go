@@ -91,3 +91,23 @@ func TestVirtualCampaignUsesWorkers(t *testing.T) {
 	require.Contains(t, out, "virtual re-runs alike        2 of 2")
 	require.True(t, strings.Contains(out, "original (virtual)"), out)
 }
+
+// --repeat runs a scenario several times on its seed and reports its pass rate, each run in a
+// directory of its own; it makes no sense for the soak suite, which draws a seed per run.
+func TestRepeatReportsAPassRate(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	code, out := simrunIn(t, dir, "run", "crash-failover", "--virtual", "--seed", "3", "--repeat", "2", "--out", "r", "--quiet")
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "crash-failover: 2 of 2 passed (100%)", out)
+	for _, k := range []string{"1", "2"} {
+		_, err := os.Stat(filepath.Join(dir, "r", "crash-failover-r"+k, "result.json"))
+		require.NoError(t, err, "repeat %s has its own directory", k)
+	}
+	code, out = simrunIn(t, dir, "run", "crash-failover", "--virtual", "--repeat", "0")
+	require.Equal(t, 2, code, out)
+	require.Contains(t, out, `--repeat "0": want a whole number of at least 1`)
+	code, out = simrunIn(t, dir, "run", "--suite", "soak", "--virtual", "--repeat", "2")
+	require.Equal(t, 2, code, out)
+	require.Contains(t, out, "--repeat has no use with the soak suite")
+}
