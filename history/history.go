@@ -43,6 +43,11 @@ const (
 // ("promotion: redis-0 -> redis-1"), so that reports and the checker can place it on the timeline.
 const NotePromotion = "promotion: "
 
+// NoteUnplacedKey begins the note that records a write the recorder could not model: a key that names
+// an endpoint, but not as the harness lays its keys out (a library that puts a prefix of its own
+// before the names it is given), or a key that names none. The rest says which key and how to map it.
+const NoteUnplacedKey = "unplaced key: "
+
 // Event is one line of a history. Exactly one of the typed payloads is set, matching Kind.
 type Event struct {
 	// Seq is the position in the history, assigned by the recorder; unique and increasing.

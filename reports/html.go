@@ -78,6 +78,7 @@ type runPage struct {
 	DetailNote, TimelineNote, FailoverHeadline, BalanceNote string
 	HeadlineClass                                           string
 	Outside                                                 []string
+	Unplaced                                                []string
 	ExpectedNote                                            string
 	Groups                                                  []groupRow
 	Failovers                                               []foRow
@@ -117,6 +118,7 @@ func renderRunHTML(w io.Writer, m *model, linOK bool) error {
 		p.Headline = inconclusiveHeadline(m)
 	}
 	p.Outside = m.outsideBanner()
+	p.Unplaced = m.unplaced
 	p.HasLag = m.meta.Lag != nil
 	for _, r := range m.results {
 		p.Results = append(p.Results, resultRow{

@@ -43,6 +43,9 @@ func renderRunMarkdown(w io.Writer, m *model) error {
 	for _, s := range m.outsideBanner() {
 		fmt.Fprintf(&b, "> **Outside the assumptions:** %s\n\n", mdCell(s, 900))
 	}
+	for _, s := range m.unplaced {
+		fmt.Fprintf(&b, "> **A key the recorder could not place:** %s\n\n", mdCell(s, 900))
+	}
 	b.WriteString("| invariant | verdict | violations | caught (safe) | reason |\n|---|---|---:|---:|---|\n")
 	for _, r := range m.results {
 		fmt.Fprintf(&b, "| %s | %s %s | %d | %d | %s |\n", r.res.Invariant, r.st.icon(), r.st.label(),

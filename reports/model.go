@@ -39,12 +39,14 @@ type model struct {
 	faults []faultInfo
 	// promotions are the replica promotions of a replicated backend (history.NotePromotion notes).
 	promotions []promotionInfo
-	results    []resultView
-	viols      []violInfo
-	caught     []violInfo // safe findings: caught outside the system's assumptions
-	inconc     []violInfo // timing findings the harness's own lag can account for
-	groups     []foGroup
-	diag       []diagGroup // violations grouped by likely cause
+	// unplaced are the recorder's notes of writes it could not model (history.NoteUnplacedKey).
+	unplaced []string
+	results  []resultView
+	viols    []violInfo
+	caught   []violInfo // safe findings: caught outside the system's assumptions
+	inconc   []violInfo // timing findings the harness's own lag can account for
+	groups   []foGroup
+	diag     []diagGroup // violations grouped by likely cause
 }
 
 // span is an interval during which instance inst held (believed it held) an endpoint.
@@ -388,6 +390,9 @@ func (m *model) buildFaults() {
 		e := &m.ev[i]
 		if e.Kind == history.KindNote && strings.HasPrefix(e.Note, history.NotePromotion) {
 			m.promotions = append(m.promotions, promotionInfo{at: e.At, what: strings.TrimPrefix(e.Note, history.NotePromotion)})
+		}
+		if e.Kind == history.KindNote && strings.HasPrefix(e.Note, history.NoteUnplacedKey) {
+			m.unplaced = append(m.unplaced, strings.TrimPrefix(e.Note, history.NoteUnplacedKey))
 		}
 		if e.Fault == nil {
 			continue

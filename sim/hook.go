@@ -7,6 +7,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -148,6 +149,45 @@ type opRecorder struct {
 	rec        *history.Recorder
 	classifier OpClassifier
 	defaults   defaultClassifier
+	// unplaced, when set, notes (once per instance) a write the recorder could not model on a key
+	// outside the harness's layout: process systems, whose libraries may name keys their own way.
+	unplaced *unplacedKeys
+}
+
+// unplacedKeys notes the first write of an instance that the recorder could not place.
+type unplacedKeys struct {
+	once      sync.Once
+	keyPrefix string // the harness's key prefix (TENURE_KEY_PREFIX)
+	libPrefix string // the prefix the system file says its library adds ("keys.prefix")
+}
+
+// writeCommands change what a key holds; a lock library's acquire, renewal or release is one of them.
+var writeCommands = map[string]bool{
+	"set": true, "setnx": true, "setex": true, "psetex": true, "getset": true, "getdel": true, "del": true,
+	"unlink": true, "expire": true, "pexpire": true, "expireat": true, "pexpireat": true, "persist": true,
+	"eval": true, "evalsha": true, "fcall": true, "hset": true, "incr": true,
+}
+
+// note records, the first time, a write the recorder did not model whose key is outside the harness's
+// layout, with what the system file should say to place it.
+func (u *unplacedKeys) note(rec *history.Recorder, at time.Duration, instance, name, key string, op history.Op) {
+	if u == nil || op.Kind != history.OpOther || !writeCommands[name] || key == "" {
+		return
+	}
+	lease := u.keyPrefix + "lease:"
+	if strings.HasPrefix(key, u.libPrefix+lease) || strings.HasPrefix(key, u.keyPrefix) && !strings.Contains(key, "lease:") {
+		return // laid out as expected (a script the catalogue does not know is another matter), or bookkeeping
+	}
+	var how string
+	if i := strings.Index(key, lease); i > 0 {
+		how = fmt.Sprintf("it names an endpoint after a prefix of its own (%q): if the library adds it to every name it is given, say so in the system file: \"keys\": {\"prefix\": %q} (docs/protocol.md)", key[:i], u.libPrefix+key[:i])
+	} else {
+		how = fmt.Sprintf("it names no endpoint: give the library %s<endpoint> as each lock's name, or, if it adds a prefix of its own, say so in the system file: \"keys\": {\"prefix\": ...} (docs/protocol.md)", lease)
+	}
+	u.once.Do(func() {
+		rec.Add(history.Event{Kind: history.KindNote, At: at, Instance: instance,
+			Note: fmt.Sprintf("%s%s by %s (%s): the recorder could not model it; %s", history.NoteUnplacedKey, key, instance, name, how)})
+	})
 }
 
 // commandName is a command's name in lower case ("" when args[0] is not a string).
@@ -217,6 +257,7 @@ func (h opRecorder) record(at, end time.Duration, args []any, reply any, err err
 	ev.Endpoint = endpointOf(op.Key)
 	ev.Op = &op
 	h.rec.Add(ev)
+	h.unplaced.note(h.rec, end, h.instance, name, op.Key, op)
 	return "", false
 }
 

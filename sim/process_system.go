@@ -32,8 +32,17 @@ type ProcessSystem struct {
 	topology                string
 	caps                    Capabilities
 	promises                Promises
+	keys                    KeyLayout
 	catalogue               *ScriptCatalogue
 	ref                     string // how a command line names the system
+}
+
+// KeyLayout is how a process system's library names its keys (the system file's "keys"), where it
+// departs from the names it is given.
+type KeyLayout struct {
+	// Prefix is put by the library before every name it is given (redis-semaphore's "mutex:"): given
+	// <TENURE_KEY_PREFIX>lease:<endpoint>, it writes Prefix + that.
+	Prefix string `json:"prefix,omitempty"`
 }
 
 // Capabilities are what a process system declares about itself (the system file's "capabilities").
@@ -148,6 +157,7 @@ type systemFile struct {
 	Topology       string            `json:"topology"`
 	Capabilities   json.RawMessage   `json:"capabilities"`
 	Promises       json.RawMessage   `json:"promises"`
+	Keys           json.RawMessage   `json:"keys"`
 	Scripts        []json.RawMessage `json:"scripts"`
 }
 
@@ -276,6 +286,14 @@ func buildProcessSystem(sf systemFile, base string) (*ProcessSystem, error) {
 		p.topology = TopologyIndependent
 	default:
 		return nil, field("topology", `%q: want "single" or "independent" (Sentinel and Cluster are not offered to process systems)`, sf.Topology)
+	}
+	if len(sf.Keys) > 0 {
+		if err := strictJSON(sf.Keys, &p.keys); err != nil {
+			return nil, errors.New(jsonProblem(err, "keys"))
+		}
+		if strings.ContainsAny(p.keys.Prefix, " \t\r\n") {
+			return nil, field("keys", "prefix %q: a key prefix has no white space", p.keys.Prefix)
+		}
 	}
 	if len(sf.Promises) > 0 {
 		if err := strictJSON(sf.Promises, &p.promises); err != nil {

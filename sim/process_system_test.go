@@ -213,3 +213,18 @@ func TestSystemFilePromises(t *testing.T) {
 	require.Empty(t, load(`, "promises": {"tick": "discovery"}`), "a tick is a declaration, not a promise withheld")
 	require.ErrorContains(t, write(`, "promises": {"tick": "hourly"}`), `tick "hourly": want discovery or renewal`)
 }
+
+// A system file says how its library lays its keys out: a prefix it adds to every name it is given.
+func TestSystemFileKeys(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(keys string) error {
+		body := `{"name": "k", "kind": "lease", "command": ["sh", "-c", "true"]` + keys + `}`
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "system.json"), []byte(body), 0o644))
+		_, err := sim.LoadSystemFile(dir)
+		return err
+	}
+	require.NoError(t, write(`, "keys": {"prefix": "mutex:"}`))
+	require.ErrorContains(t, write(`, "keys": {"prefix": "a b"}`), `prefix "a b": a key prefix has no white space`)
+	require.ErrorContains(t, write(`, "keys": {"pattern": "x"}`), `unknown field "keys.pattern"`)
+}

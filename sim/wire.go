@@ -34,6 +34,11 @@ type WireConfig struct {
 	// KeyPrefix is the system's key prefix: the built-in classifier models plain commands on
 	// <KeyPrefix>lease:<endpoint> keys.
 	KeyPrefix string
+	// LibraryPrefix is what the system's library puts before every name it is given (a system file's
+	// "keys": {"prefix"}): the built-in classifier then models <LibraryPrefix><KeyPrefix>lease:<endpoint>.
+	LibraryPrefix string
+	// NoteUnplaced records (once) a write on a key the recorder could not model, with how to map it.
+	NoteUnplaced bool
 	// Dead, when set, reports that the instance has crashed: commands it still sends are forwarded but
 	// not recorded, as the hook does not record a dead instance's leftovers.
 	Dead func() bool
@@ -105,7 +110,10 @@ func NewWireRecorder(cfg WireConfig) (*WireRecorder, error) {
 	base, stop := context.WithCancel(context.Background())
 	w := &WireRecorder{cfg: cfg, ln: ln, base: base, stop: stop, conns: map[*wireConn][2]net.Conn{},
 		ops: opRecorder{instance: cfg.Instance, node: cfg.Node, rec: cfg.Recorder, classifier: cfg.Classifier,
-			defaults: defaultClassifier{leasePrefix: cfg.KeyPrefix + "lease:"}}}
+			defaults: defaultClassifier{leasePrefix: cfg.LibraryPrefix + cfg.KeyPrefix + "lease:"}}}
+	if cfg.NoteUnplaced {
+		w.ops.unplaced = &unplacedKeys{keyPrefix: cfg.KeyPrefix, libPrefix: cfg.LibraryPrefix}
+	}
 	w.wg.Add(1)
 	go w.accept()
 	return w, nil
