@@ -54,14 +54,14 @@ func verdict(t *testing.T, system, scenario string, virtual bool) (bool, bool, [
 		return false, false, nil
 	}
 	rep := checker.Check(res.History, checker.DefaultOptions())
-	passed := reports.Judge(rep, res.History.Meta.Expect)
+	passed := reports.Judge(rep, reports.ExpectOf(res.History.Meta))
 	var bad []string
 	for _, r := range rep.Results {
 		if r.Outcome == checker.Violated || r.Outcome == checker.Unknown {
 			bad = append(bad, r.Invariant)
 		}
 	}
-	return passed, reports.Inconclusive(rep, res.History.Meta.Expect), bad
+	return passed, reports.Inconclusive(rep, reports.ExpectOf(res.History.Meta)), bad
 }
 
 // TestVirtualAndRealVerdictsAgree runs every cell in real time (a private redis-server each, two at a
