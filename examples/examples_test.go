@@ -44,6 +44,21 @@ func needsNode(t *testing.T, example, pkg string) {
 	needs(t, example+"'s packages", "npm ci in examples/"+example, commandWorks("node", "--version") && err == nil)
 }
 
+// needsJava requires the JDK (javac and java): the Java example runs from its source file.
+func needsJava(t *testing.T) {
+	t.Helper()
+	needs(t, "a JDK (javac, java)", "apt-get install openjdk-17-jdk-headless", commandWorks("javac", "-version") && commandWorks("java", "-version"))
+}
+
+// The Java example compiles on the JDK alone, with every lint warning an error; its runs compile it
+// again from source (java Election.java).
+func TestJavaExampleCompiles(t *testing.T) {
+	needsJava(t)
+	t.Parallel()
+	out, err := exec.Command("javac", "-Xlint:all", "-Werror", "-d", t.TempDir(), filepath.Join("java-election", "Election.java")).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+}
+
 // Each example crashes a holder (a leader) at a tenth of spec time. The examples have no fencing and
 // no balancing, and their takeovers wait for a retry tick, so only what a crash must never break is
 // required: one holder at a time in belief and at the resource, every poll inside its poller's lease,
@@ -65,6 +80,7 @@ func TestExampleSurvivesACrash(t *testing.T) {
 		{"node-sesamecare-redlock", "crash-failover", func(t *testing.T) {
 			needsNode(t, "node-sesamecare-redlock", "@sesamecare-oss/redlock")
 		}},
+		{"java-election", "election-leader-crash-redis", func(t *testing.T) { needsJava(t) }},
 	} {
 		t.Run(tc.system, func(t *testing.T) {
 			tc.check(t)
