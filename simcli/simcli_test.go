@@ -43,7 +43,7 @@ func TestBadInputIsAUsageErrorAndLeavesNothing(t *testing.T) {
 		"zero instances":     {[]string{"run", "crash-failover", "--instances", "0", "--out", out}, "at least 1"},
 		"too many":           {[]string{"run", "crash-failover", "--instances", "100000", "--out", out}, "more than"},
 		"NaN time scale":     {[]string{"run", "crash-failover", "--time-scale", "NaN", "--out", out}, "want a number"},
-		"bad seed":           {[]string{"run", "crash-failover", "--seed", "12abc", "--out", out}, "want a decimal integer"},
+		"bad seed":           {[]string{"run", "crash-failover", "--seed", "12abc", "--out", out}, "want a whole number of at least 0"},
 		"slot beyond fleet":  {[]string{"run", "scale-down-3-to-2", "--instances", "2", "--out", out}, "only 2 instances"},
 		"pause on embedded":  {[]string{"run", "redis-pause", "--redis", "embedded", "--out", out}, "cannot pause"},
 		"wrong kind":         {[]string{"run", "election-leader-crash-redis", "--system", "naive", "--out", out}, "is for election systems and naive is a lease system: pick one of the lease scenarios (simrun list) or an election system"},
