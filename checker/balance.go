@@ -17,7 +17,7 @@ const maxBalanceSamples = 2000
 // and live instances.
 func holdersAt(idx *index, eps []string, t time.Duration) (per map[string]int, active, live int) {
 	per = map[string]int{}
-	liveNow := idx.liveAt(t)
+	liveNow := idx.startedBefore(t)
 	for _, in := range liveNow {
 		per[in] = 0
 	}
@@ -93,7 +93,7 @@ func checkBalance(idx *model, opts Options) Result {
 				lo := active / live
 				hi := int(math.Ceil(float64(active) / float64(live)))
 				var off []string
-				for _, in := range idx.liveAt(t) {
+				for _, in := range idx.startedBefore(t) {
 					if n := per[in]; n < lo || n > hi {
 						off = append(off, fmt.Sprintf("%s holds %d", in, n))
 					}
@@ -102,7 +102,7 @@ func checkBalance(idx *model, opts Options) Result {
 					bad++
 					last = t
 					if first == nil {
-						first = &Violation{At: t, Instances: idx.liveAt(t),
+						first = &Violation{At: t, Instances: idx.startedBefore(t),
 							Message: fmt.Sprintf("at %v %d endpoints over %d instances should be %d..%d each, but %s",
 								t, active, live, lo, hi, strings.Join(off, ", "))}
 					}

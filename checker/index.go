@@ -348,6 +348,22 @@ func (idx *index) liveAt(t time.Duration) []string {
 	return out
 }
 
+// startedBefore returns the instances live at t that started before t: one that starts at t holds nothing
+// yet, and no other instance can have counted it (balance samples a fleet at instants a scenario's join
+// may share, as it does in virtual time).
+func (idx *index) startedBefore(t time.Duration) []string {
+	var out []string
+	for _, in := range idx.liveAt(t) {
+		for _, w := range idx.live[in] {
+			if w.Contains(t) && w.From < t {
+				out = append(out, in)
+				break
+			}
+		}
+	}
+	return out
+}
+
 // activeIntervals returns the intervals in which endpoint ep was an active poll target. Without session
 // events an endpoint is active for the whole run. An endpoint whose first session event is not "added"
 // existed from the start.

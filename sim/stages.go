@@ -285,8 +285,12 @@ func (s *stagedRun) runSchedule(ctx context.Context) scheduled {
 	var lastFault string
 	var mu sync.Mutex
 	runner := chaos.Runner{
-		Env:   s.runner,
-		Now:   rec.Now,
+		Env: s.runner,
+		// The schedule keeps the run's own clock, not the recorder's: in virtual time the recorder reads
+		// an instant it already read 1 ns later each time, and a wait computed from such a reading ended
+		// that many nanoseconds early (a join scheduled at 90 s was recorded 32 ns before a steady
+		// window's last sample at 90 s, which then counted the joiner).
+		Now:   func() time.Duration { return time.Since(s.start) },
 		Sleep: sleepCtx,
 		OnApply: func(fr chaos.Record) {
 			mu.Lock()
