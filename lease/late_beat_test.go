@@ -17,7 +17,7 @@ import (
 
 // lateBeat is a go-redis hook that, once armed, holds the reply to the next heartbeat (the pipeline
 // that sets the instance's node key) for d after Redis answered it, as a stall or held replies do, and
-// notes every announcement the instance publishes.
+// notes, for each join the instance publishes after that, whether its node key was in Redis.
 type lateBeat struct {
 	d     time.Duration
 	armed atomic.Bool
@@ -25,7 +25,6 @@ type lateBeat struct {
 	// live reads, as a join is published, whether the instance's node key is in Redis.
 	live  func() bool
 	mu    sync.Mutex
-	pubs  []string
 	joins []bool // for each "join" published after the held reply: was the node key there?
 }
 
@@ -34,16 +33,10 @@ func (h *lateBeat) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (h *lateBeat) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		if cmd.Name() == "publish" && len(cmd.Args()) > 2 {
-			if s, ok := cmd.Args()[2].(string); ok {
-				var live bool
-				if strings.HasPrefix(s, "join ") && h.held.Load() {
-					live = h.live()
-				}
+			if s, ok := cmd.Args()[2].(string); ok && strings.HasPrefix(s, "join ") && h.held.Load() {
+				live := h.live()
 				h.mu.Lock()
-				h.pubs = append(h.pubs, s)
-				if strings.HasPrefix(s, "join ") && h.held.Load() {
-					h.joins = append(h.joins, live)
-				}
+				h.joins = append(h.joins, live)
 				h.mu.Unlock()
 			}
 		}
@@ -55,8 +48,10 @@ func (h *lateBeat) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		err := next(ctx, cmds)
 		for _, c := range cmds {
-			if k, ok := c.Args()[min(1, len(c.Args())-1)].(string); ok && c.Name() == "set" && strings.Contains(k, ":node:") &&
-				h.armed.CompareAndSwap(true, false) {
+			if c.Name() != "set" || len(c.Args()) < 2 {
+				continue
+			}
+			if k, ok := c.Args()[1].(string); ok && strings.Contains(k, ":node:") && h.armed.CompareAndSwap(true, false) {
 				time.Sleep(h.d)
 				h.held.Store(true)
 				break

@@ -178,13 +178,13 @@ func (u *unplacedKeys) note(rec *history.Recorder, at time.Duration, instance, n
 	if strings.HasPrefix(key, u.libPrefix+lease) || strings.HasPrefix(key, u.keyPrefix) && !strings.Contains(key, "lease:") {
 		return // laid out as expected (a script the catalogue does not know is another matter), or bookkeeping
 	}
-	var how string
-	if i := strings.Index(key, lease); i > 0 {
-		how = fmt.Sprintf("it names an endpoint after a prefix of its own (%q): if the library adds it to every name it is given, say so in the system file: \"keys\": {\"prefix\": %q} (docs/protocol.md)", key[:i], u.libPrefix+key[:i])
-	} else {
-		how = fmt.Sprintf("it names no endpoint: give the library %s<endpoint> as each lock's name, or, if it adds a prefix of its own, say so in the system file: \"keys\": {\"prefix\": ...} (docs/protocol.md)", lease)
-	}
 	u.once.Do(func() {
+		var how string
+		if i := strings.Index(key, lease); i > 0 {
+			how = fmt.Sprintf("it names an endpoint after a prefix of its own (%q): if the library adds it to every name it is given, say so in the system file: \"keys\": {\"prefix\": %q} (docs/protocol.md)", key[:i], u.libPrefix+key[:i])
+		} else {
+			how = fmt.Sprintf("it names no endpoint: give the library %s<endpoint> as each lock's name, or, if it adds a prefix of its own, say so in the system file: \"keys\": {\"prefix\": ...} (docs/protocol.md)", lease)
+		}
 		rec.Add(history.Event{Kind: history.KindNote, At: at, Instance: instance,
 			Note: fmt.Sprintf("%s%s by %s (%s): the recorder could not model it; %s", history.NoteUnplacedKey, key, instance, name, how)})
 	})

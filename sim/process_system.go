@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -394,14 +395,5 @@ func nodeModulesInstalled(dir, command string) error {
 		how = "npm ci"
 	}
 	return fmt.Errorf("%s needs its Node packages (%s), which are not installed (no node_modules): run %q in %s (make setup does it for the examples)",
-		dir, strings.Join(sortedKeys(pkg.Dependencies), ", "), how, dir)
-}
-
-func sortedKeys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+		dir, strings.Join(slices.Sorted(maps.Keys(pkg.Dependencies)), ", "), how, dir)
 }

@@ -113,8 +113,8 @@ func parseShard(s string) (int, int, error) {
 	return i, n, nil
 }
 
-// shardEnv is where --shard auto looks for the shard of the CI job it runs in, first match first:
-// the variables of each source, whether each counts from 0, and the hint its error gives.
+// shardEnv is where --shard auto looks for the shard of the CI job it runs in, first match first: each
+// source's name (for messages), its index and count variables, and whether its index counts from 0.
 var shardEnv = []struct {
 	name, index, total string
 	fromZero           bool

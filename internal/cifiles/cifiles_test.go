@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -24,30 +23,13 @@ const (
 	seeds = "1"
 )
 
-var (
-	buildOnce sync.Once
-	builtDir  string
-	buildErr  error
-)
-
-// workdir returns a new directory holding bin/simrun, built from this module.
+// workdir returns a new directory of the test's holding bin/simrun, built from this module (the build
+// step of the files, which the test does itself: the go tool's cache makes the second build a link).
 func workdir(t *testing.T) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		builtDir, buildErr = os.MkdirTemp("", "cifiles-simrun-")
-		if buildErr != nil {
-			return
-		}
-		out, err := exec.Command("go", "build", "-o", filepath.Join(builtDir, "simrun"), "../../cmd/simrun").CombinedOutput()
-		if err != nil {
-			buildErr = err
-			t.Logf("%s", out)
-		}
-	})
-	require.NoError(t, buildErr)
 	dir := t.TempDir()
-	require.NoError(t, os.Mkdir(filepath.Join(dir, "bin"), 0o755))
-	require.NoError(t, os.Symlink(filepath.Join(builtDir, "simrun"), filepath.Join(dir, "bin", "simrun")))
+	out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "bin", "simrun"), "../../cmd/simrun").CombinedOutput()
+	require.NoError(t, err, "%s", out)
 	return dir
 }
 

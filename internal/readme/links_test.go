@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -73,7 +74,7 @@ func anchors(md string) map[string]bool {
 	for _, m := range headingRe.FindAllStringSubmatch(md, -1) {
 		s := slug(m[1])
 		if n := seen[s]; n > 0 {
-			out[s+"-"+itoa(n)] = true
+			out[s+"-"+strconv.Itoa(n)] = true
 		} else {
 			out[s] = true
 		}
@@ -83,17 +84,6 @@ func anchors(md string) map[string]bool {
 		out[m[1]] = true
 	}
 	return out
-}
-
-func itoa(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	var d []byte
-	for ; n > 0; n /= 10 {
-		d = append([]byte{byte('0' + n%10)}, d...)
-	}
-	return string(d)
 }
 
 // Every relative link of the repository's Markdown resolves: to a file or directory that exists, and,
