@@ -291,11 +291,15 @@ func Identify(dir string) (Found, error) {
 // fileMatrix is the matrix's table, written by simrun matrix next to the index.
 const fileMatrix = "matrix.md"
 
+// FileVerdicts is a matrix's verdicts, one line per run, written by simrun matrix next to its index
+// (what simrun matrix compare reads).
+const FileVerdicts = "verdicts.tsv"
+
 // runDirFiles are the files a run directory holds.
 var runDirFiles = []string{FileMarker, FileReport, FileLinearizability, FileSummary, FileResult, FileJUnit, FileHistory, FileSchedule, FileLog}
 
 // collectionFiles are the files a suite or matrix directory holds beside its runs' directories.
-var collectionFiles = []string{FileMarker, FileIndex, FileSummary, FileJUnit, fileMatrix}
+var collectionFiles = []string{FileMarker, FileIndex, FileSummary, FileJUnit, fileMatrix, FileVerdicts}
 
 // foreign lists the entries that are not among names (nor directories, when dirsOK), at most five.
 func foreign(entries []os.DirEntry, names []string, dirsOK bool) []string {

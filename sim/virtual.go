@@ -65,8 +65,10 @@ func checkVirtual(o Options, backendSpec string) (string, error) {
 		return redisserver.PersistRDB, nil
 	case "server:" + redisserver.PersistAOF:
 		return "", refuse("the scenario restarts Redis from its append-only file, whose loss of the last second the virtual Redis has no model of")
-	case TopologySentinel, TopologyCluster, TopologyIndependent:
+	case TopologySentinel, TopologyCluster:
 		return "", refuse(fmt.Sprintf("the scenario needs a %s deployment; the virtual Redis is one node", backendSpec))
+	case TopologyIndependent:
+		return "", refuse(fmt.Sprintf("system %s needs independent Redis nodes; the virtual Redis is one node", o.System.Name()))
 	}
 	return "", refuse(fmt.Sprintf("the run needs the deployment %q", backendSpec))
 }

@@ -6,8 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -71,6 +73,10 @@ type matrixFlags struct {
 	scenarios string
 	seeds     int
 	markdown  bool
+	suite     string
+	cellsOf   string
+	// refused lists the cells (system / scenario) virtual time cannot hold, left blank, under why.
+	refused map[string][]string
 	// cells, when set (by tests), keeps only these system/scenario pairs.
 	cells map[[2]string]bool
 }
@@ -98,6 +104,14 @@ type matrixRun struct {
 }
 
 func matrixCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
+	if len(args) > 0 {
+		switch args[0] {
+		case "compare":
+			return compareCmd(args[1:], stdout, stderr)
+		case "verdicts":
+			return verdictsCmd(args[1:], stdout)
+		}
+	}
 	var f matrixFlags
 	fs := flag.NewFlagSet("simrun matrix", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are returned as one line; --help goes to stdout
@@ -107,6 +121,8 @@ func matrixCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 	fs.StringVar(&f.scenarios, "scenarios", "", "comma-separated scenarios (default: every scenario)")
 	fs.Func("seeds", "run each cell on this many seeds, from --seed on (default 1)", positiveInt(&f.seeds))
 	fs.BoolVar(&f.markdown, "markdown", false, "print the table as Markdown")
+	fs.StringVar(&f.suite, "suite", "", "the scenarios of a suite ("+suiteNames()+"), instead of --scenarios")
+	fs.StringVar(&f.cellsOf, "cells-of", "", "only the cells another matrix ran: its directory or verdicts file (to run in real time the cells a virtual matrix held, and compare them)")
 	fs.StringVar(&f.run.out, "out", "", "output directory (default ./simrun-out/<time>-matrix-<seed>): new, empty, or a matrix simrun wrote whose runs are not these")
 	fs.IntVar(&f.run.parallel, "parallel", matrixParallel, "runs at once, each with its own Redis and proxies")
 	if err := fs.Parse(args); err != nil {
@@ -116,6 +132,20 @@ func matrixCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 			return ExitOK, err
 		}
 		return ExitUsage, flagError("matrix", fs, err)
+	}
+	f.run.visit(fs)
+	if fs.NArg() > 0 && (fs.Arg(0) == "compare" || fs.Arg(0) == "verdicts") {
+		return ExitUsage, fmt.Errorf("%w: %s is a command of its own and takes no flags before it: simrun matrix %s ...", errUsage, fs.Arg(0), fs.Arg(0))
+	}
+	if f.cellsOf != "" {
+		runs, err := loadVerdicts(f.cellsOf)
+		if err != nil {
+			return ExitUsage, fmt.Errorf("--cells-of: %w", err)
+		}
+		f.cells = map[[2]string]bool{}
+		for _, r := range runs {
+			f.cells[[2]string{r.system, r.scenario}] = true
+		}
 	}
 	if fs.NArg() > 0 {
 		return ExitUsage, fmt.Errorf("%w: matrix takes no positional arguments (got %q): pick with --systems and --scenarios", errUsage, fs.Args())
@@ -167,6 +197,13 @@ func runMatrix(ctx context.Context, f matrixFlags, stdout, stderr io.Writer) (in
 	}
 	fmt.Fprintf(log, "matrix: %d systems × %d scenarios, %d cells, %d runs (seeds %d..%d, time scale %g), %d at a time\n",
 		countRows(cells), countCols(cells), len(cells), len(jobs), f.run.seed, f.run.seed+int64(f.seeds)-1, f.run.timeScale, f.run.parallel)
+	if f.run.virtual {
+		n := 0
+		for _, c := range f.refused {
+			n += len(c)
+		}
+		fmt.Fprintf(log, "matrix: in virtual time; %d cells left blank, as virtual time cannot hold them (the notes say why)\n", n)
+	}
 
 	began := time.Now()
 	results := make([]result, len(jobs))
@@ -236,6 +273,13 @@ func runMatrix(ctx context.Context, f matrixFlags, stdout, stderr io.Writer) (in
 	}
 	notes := []string{fmt.Sprintf("seeds %d..%d at time scale %g; %d runs in %s, %d at a time", f.run.seed, f.run.seed+int64(f.seeds)-1,
 		f.run.timeScale, len(jobs), time.Since(began).Round(time.Second), f.run.parallel)}
+	if f.run.virtual {
+		notes[0] = "in virtual time (an in-memory Redis and links, docs/virtual.md); " + notes[0]
+		whys := slices.Sorted(maps.Keys(f.refused))
+		for _, why := range whys {
+			notes = append(notes, fmt.Sprintf("left blank (%s): %s", why, strings.Join(f.refused[why], ", ")))
+		}
+	}
 	if f.markdown {
 		fmt.Fprint(stdout, "\n"+reports.MatrixMarkdown(matrixModel(cells, f.seeds, nil, notes, base), true))
 	} else {
@@ -243,6 +287,9 @@ func runMatrix(ctx context.Context, f matrixFlags, stdout, stderr io.Writer) (in
 		fmt.Fprint(stdout, failingRuns(cells, base))
 	}
 	if err := writeMatrix(base, matrixModel(cells, f.seeds, entries, notes, "")); err != nil {
+		return ExitUsage, err
+	}
+	if err := writeVerdictsFile(filepath.Join(base, fileVerdicts), verdictsHeader(f), verdictsOf(cells)); err != nil {
 		return ExitUsage, err
 	}
 	fmt.Fprintf(log, "matrix: %s (%d runs in %s, %d at a time; the runs took %s in all)\n", filepath.Join(base, fileMatrix),
@@ -288,6 +335,9 @@ func planMatrix(f *matrixFlags) ([]matrixCell, []job, string, error) {
 	if f.run.parallel < 1 {
 		return nil, nil, "", fmt.Errorf("%w: --parallel must be at least 1 (got %d)", errUsage, f.run.parallel)
 	}
+	if err := f.run.checkVirtual(); err != nil {
+		return nil, nil, "", err
+	}
 	if err := checkBackend(f.run.redis); err != nil {
 		return nil, nil, "", err
 	}
@@ -295,6 +345,15 @@ func planMatrix(f *matrixFlags) ([]matrixCell, []job, string, error) {
 	if !f.run.timeScaleSet {
 		f.run.timeScale = 0.1
 	}
+	if f.run.virtual {
+		// Virtual time costs nothing to wait: spec timing unless --time-scale says otherwise, and one
+		// bubble at a time in a process (a few hundred cells take a minute).
+		f.run.backend, f.run.parallel = "virtual", 1
+		if !f.run.timeScaleSet {
+			f.run.timeScale = 1
+		}
+	}
+	f.refused = map[string][]string{}
 	if !f.run.seedSet {
 		f.run.seed = 1 // fixed seeds: the matrix is a comparison, not an exploration
 	}
@@ -313,11 +372,24 @@ func planMatrix(f *matrixFlags) ([]matrixCell, []job, string, error) {
 			scenarioNames = append(scenarioNames, n)
 		}
 	}
+	if f.scenarios != "" && f.suite != "" {
+		return nil, nil, "", fmt.Errorf("%w: --scenarios and --suite both choose the scenarios: give one of them", errUsage)
+	}
 	if f.scenarios != "" {
 		var err error
 		if scenarioNames, err = splitList("--scenarios", f.scenarios, checkScenarioName); err != nil {
 			return nil, nil, "", err
 		}
+	}
+	if f.suite != "" {
+		su, err := scenarios.GetSuite(f.suite)
+		if err != nil {
+			return nil, nil, "", fmt.Errorf("%w: --suite: %v", errUsage, err)
+		}
+		if len(su.Scenarios) == 0 {
+			return nil, nil, "", fmt.Errorf("%w: --suite %s draws its scenarios as it runs (simrun run --suite %s): name scenarios with --scenarios", errUsage, f.suite, f.suite)
+		}
+		scenarioNames = su.Scenarios
 	}
 	base := f.run.out
 	if base == "" {
@@ -339,8 +411,16 @@ func planMatrix(f *matrixFlags) ([]matrixCell, []job, string, error) {
 			unsupported := false
 			for k := 0; k < f.seeds; k++ {
 				o := sim.Options{System: system, Scenario: sc, Suite: "matrix", Seed: f.run.seed + int64(k), TimeScale: f.run.timeScale,
-					Backend: f.run.backend, Toxiproxy: f.run.toxiproxy, Postgres: f.run.postgres, Instances: f.run.instances, Endpoints: f.run.endpoints}
+					Backend: f.run.backend, Toxiproxy: f.run.toxiproxy, Postgres: f.run.postgres, Instances: f.run.instances, Endpoints: f.run.endpoints,
+					Virtual: f.run.virtual}
 				sched, _, err := sim.Plan(o)
+				if errors.Is(err, sim.ErrVirtual) {
+					// A scenario virtual time cannot hold (a PostgreSQL, Sentinel or Cluster one, a restart
+					// from an append-only file): the cell stays blank, and the note names it.
+					f.refuse(sysName+" / "+scName, err)
+					unsupported = true
+					break
+				}
 				if errors.Is(err, chaos.ErrUnsupported) {
 					// A fault this system cannot be put through (a stall of a process system's client):
 					// the cell stays blank, as for a scenario of another topology.
@@ -351,7 +431,7 @@ func planMatrix(f *matrixFlags) ([]matrixCell, []job, string, error) {
 					return nil, nil, "", fmt.Errorf("%w: %s on %s: %v", errUsage, sysName, scName, err)
 				}
 				// The backend this run uses, as 'simrun run' picks it: replay lines name it, not auto.
-				if need, err := sim.TopologyNeed(system, sc.Topology); err == nil {
+				if need, err := sim.TopologyNeed(system, sc.Topology); err == nil && !f.run.virtual {
 					if spec, err := sim.BackendForScenario(f.run.backend, need, sched); err == nil {
 						o.Backend = spec
 					}
@@ -366,11 +446,30 @@ func planMatrix(f *matrixFlags) ([]matrixCell, []job, string, error) {
 			jobs = append(jobs, cellJobs...)
 		}
 	}
+	if len(cells) == 0 && len(f.refused) > 0 {
+		var whys []string
+		for why, c := range f.refused {
+			whys = append(whys, fmt.Sprintf("%s (%s)", strings.Join(c, ", "), why))
+		}
+		slices.Sort(whys)
+		return nil, nil, "", fmt.Errorf("%w: virtual time holds none of these cells: %s; run them in real time (drop --virtual)", errUsage, strings.Join(whys, "; "))
+	}
 	if len(cells) == 0 {
 		return nil, nil, "", fmt.Errorf("%w: no system of %s fits a scenario of %s: lease systems run lease scenarios, election systems the election scenarios of their backend",
 			errUsage, strings.Join(systemNames, ", "), strings.Join(scenarioNames, ", "))
 	}
 	return cells, jobs, base, nil
+}
+
+// refuse leaves a cell blank that virtual time cannot hold, under the reason sim gave (what follows
+// "not in virtual time: ", without the advice to run it in real time, which the note gives once).
+func (f *matrixFlags) refuse(cell string, err error) {
+	why := err.Error()
+	if _, after, ok := strings.Cut(why, "not in virtual time: "); ok {
+		why = after
+	}
+	why, _, _ = strings.Cut(why, "; run it in real time")
+	f.refused[why] = append(f.refused[why], cell)
 }
 
 // splitList parses a comma-separated list, checking each name and refusing duplicates.
