@@ -40,12 +40,37 @@ import (
 //     connections after the first ones landed;
 //   - aborted-start: an instance starts behind a cut link and is stopped before its start returns;
 //   - single: one fault of the random nemesis (NemesisKinds), alone.
+//
+// ExploreExtra lists episodes drawn only when named (ExploreOptions.Episodes): the harness adds them
+// for the systems they are meant for.
 var ExploreEpisodes = []string{
 	"wipe-while-stalled", "wipe-while-cut-off", "wipe-while-paused",
 	"snapshot-while-stalled", "snapshot-while-cut-off", "redis-pause-while-stalled",
 	"late-acquire", "late-renewal", "late-replies-then-stall",
 	"crash-during-handoff", "crash-after-join", "restart-during-start",
 	"stall-slow-clock", "renewal-gap", "signal-stop", "resent-acquire", "aborted-start", "single",
+}
+
+// ExploreExtra are the episodes Explore knows beyond ExploreEpisodes, drawn only when named:
+//
+//   - wire-pause: the holder of an endpoint is frozen for a TTL or more at a drawn point of its
+//     conversation with Redis, where check-then-act races live (after a read's reply, before a write:
+//     WirePausePoints); a system that never sends that command is not paused.
+var ExploreExtra = []string{"wire-pause"}
+
+// WirePausePoint is a point of an instance's conversation with Redis a wire pause can take hold at.
+type WirePausePoint struct {
+	Command string
+	After   bool
+}
+
+// WirePausePoints are the points the wire-pause episode draws from: after the reply to a read a renewal
+// or a release decides on, before the write it then sends, and after the replies to the writes and
+// scripts themselves (the last moment a holder learns it holds).
+var WirePausePoints = []WirePausePoint{
+	{"GET", true}, {"EXISTS", true}, {"PTTL", true}, {"TTL", true},
+	{"EXPIRE", false}, {"PEXPIRE", false}, {"DEL", false}, {"SET", false}, {"SETEX", false},
+	{"SET", true}, {"EXPIRE", true}, {"PEXPIRE", true}, {"EVALSHA", true}, {"EVAL", true},
 }
 
 // ExploreOptions shape a composing schedule. All times are spec times.
@@ -77,8 +102,8 @@ func Explore(rng *rand.Rand, o ExploreOptions) (Schedule, error) {
 		eps = ExploreEpisodes
 	}
 	for _, e := range eps {
-		if !known(ExploreEpisodes, e) {
-			return nil, fmt.Errorf("chaos: unknown exploration episode %q (known: %v)", e, ExploreEpisodes)
+		if !known(ExploreEpisodes, e) && !known(ExploreExtra, e) {
+			return nil, fmt.Errorf("chaos: unknown exploration episode %q (known: %v and %v)", e, ExploreEpisodes, ExploreExtra)
 		}
 	}
 	singles := o.Singles
@@ -333,6 +358,13 @@ func (x *explorer) episode(name string, at time.Duration) (Schedule, int) {
 		// As stop-during-start: Stop must make Start give up, and the stopped instance send nothing
 		// once its link heals. The instance never joins the fleet.
 		return Schedule{{At: at, Fault: AbortedStart{After: x.between(ttl/10, ttl/4)}}}, live
+	case "wire-pause":
+		// Armed for a third of a TTL (a renewal interval at least, in the shipped timings), the pause
+		// then lasts a TTL to one and a half: the step covers both.
+		of, slot := x.endpoint()
+		p := WirePausePoints[x.rng.Intn(len(WirePausePoints))]
+		within, d := ttl/3, x.between(ttl, ttl+ttl/2)
+		return Schedule{{At: at, For: within + d, Fault: WirePause{Of: of, Slot: slot, OrSlot: true, Command: p.Command, After: p.After, For: d, Within: within}}}, live
 	case "stall-slow-clock":
 		slot := x.rng.Intn(live)
 		rate := 1 - x.o.DriftBound*0.9

@@ -46,6 +46,10 @@ func Validate(s Schedule, instances int, sessions []string) error {
 			err = slot(st, f.Slot, f.Of)
 		case Stall:
 			err = slot(st, f.Slot, f.Of)
+		case WirePause:
+			if err = f.Validate(); err == nil {
+				err = slot(st, f.Slot, f.Of)
+			}
 		case ConnReset:
 			err = slot(st, f.Slot, f.Of)
 		case SlowRequests:

@@ -56,7 +56,7 @@ func EffectOf(f *history.Fault) Effect {
 		return EffectGone
 	case "stop":
 		return EffectStopped
-	case "pause", "freeze":
+	case "pause", "freeze", "wire-pause":
 		return EffectPaused
 	case "stall":
 		return EffectStalled

@@ -293,7 +293,7 @@ func (m *model) holdingEndOf(ep, in string, t time.Duration, beliefs bool) (time
 			note(ie.gone, w, ie.goneBy)
 		}
 		for _, p := range ie.paused {
-			note(p.from, "a pause took hold", m.faultOn(in, p.from, "pause", "freeze"))
+			note(p.from, "a pause took hold", m.faultOn(in, p.from, "pause", "freeze", "wire-pause"))
 		}
 		for _, c := range ie.failed {
 			if g := gaveUp(c, m.fig); g >= t && g < end {

@@ -188,3 +188,32 @@ func (f *fakeT) Skipf(string, ...any)  { f.skipped = true; runtime.Goexit() }
 func (f *fakeT) SkipNow()              { f.skipped = true; runtime.Goexit() }
 func (f *fakeT) Fatalf(string, ...any) { f.failed = true; runtime.Goexit() }
 func (f *fakeT) Logf(string, ...any)   {}
+
+// The asyncio example renews by GET then EXPIRE. Frozen by a wire pause just after its GET's reply, for
+// longer than the TTL, its leader wakes to send the EXPIRE its stale GET decided on, believes it renewed,
+// and acts beside the standby that took the role meanwhile: two leaders act at once. The pause is what
+// shows it: the history holds the pause, taken by the leader right after a GET it sent.
+func TestWirePauseCatchesTheAsyncioGetThenExpire(t *testing.T) {
+	redistest.Start(t)
+	needs(t, "python3 with redis-py", "apt-get install python3-redis",
+		commandWorks("python3", "-c", "import sys; sys.path.append('/usr/lib/python3/dist-packages'); import redis.asyncio"))
+	t.Parallel()
+	dir, err := filepath.Abs("asyncio-election")
+	require.NoError(t, err)
+	out := filepath.Join(t.TempDir(), "run")
+	var stdout, stderr bytes.Buffer
+	code := simcli.Main(context.Background(), []string{"run", "election-pause-after-get-redis", "--system", "exec:" + dir,
+		"--seed", "1", "--time-scale", "0.1", "--redis", "server", "--quiet", "--out", out}, &stdout, &stderr)
+	require.Equal(t, simcli.ExitViolated, code, "%s%s", stdout.String(), stderr.String())
+	res, err := reports.ReadResult(out)
+	require.NoError(t, err)
+	got := map[string]checker.Outcome{}
+	for _, inv := range res.Invariants {
+		got[inv.Invariant] = inv.Outcome
+	}
+	require.Equal(t, checker.Violated, got[checker.InvSingleHolder], "two leaders believed at once; report: %s", out)
+	require.Equal(t, checker.Violated, got[checker.InvSinglePoller], "both acted; report: %s", out)
+	h, err := os.ReadFile(filepath.Join(out, "history.jsonl"))
+	require.NoError(t, err)
+	require.Contains(t, string(h), "wire pause: after the reply to GET froze", "the pause took hold at a GET's reply")
+}

@@ -20,6 +20,21 @@ func init() {
 			Steps:  chaos.Schedule{{At: 60 * s, For: 40 * s, Fault: chaos.SlowRequests{Of: "ep-0", Delay: 45 * s, Match: "expire"}}},
 			Steady: w(150*s, 170*s),
 		},
+		// The leader renews every 10 s, so its first GET after 60 s comes by 70 s and the pause holds it
+		// until 105-115 s. Its key, last extended before the pause, expires by 100 s, and a standby
+		// takes the role at its next attempt. A leader that renews by GET then EXPIRE wakes to send the
+		// EXPIRE its GET decided on: it lands on the successor's key (or on no key) and the leader
+		// believes it renewed, so two leaders act until its next GET.
+		sim.Scenario{
+			Name: "election-pause-after-get-redis",
+			Description: "The leader freezes for 1.5 TTL just after its renewal's GET is answered, before it acts on the answer (a pause at the wire): " +
+				"a leader that renews by GET then EXPIRE wakes and sends the EXPIRE its stale GET decided on, on a key that expired meanwhile " +
+				"and names a successor, and believes it renewed. An atomic renewal sends no GET and is never paused.",
+			System:    "election-redis",
+			Instances: 3, Endpoints: 1, Duration: 170 * s,
+			Steps:  chaos.Schedule{{At: 60 * s, For: 40 * s, Fault: chaos.WirePause{Of: "ep-0", Command: "GET", After: true, For: 45 * s}}},
+			Steady: w(150*s, 170*s),
+		},
 		// The held PEXPIREs of one or two renewal rounds (the window is 1.5 renewal intervals long) land
 		// 60 s after they were sent, at 120-135 s; the holder is frozen from 76 s, so its keys expire by
 		// about 106 s and another instance takes ep-0; that instance crashes at 108 s. A plain PEXPIRE

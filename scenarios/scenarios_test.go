@@ -88,7 +88,7 @@ func TestEveryFaultHasAnEffectInTheModel(t *testing.T) {
 		"crash": checker.EffectGone, "restart": checker.EffectGone, "aborted-start": checker.EffectGone,
 		"conn-reset": checker.EffectBlind, "stop": checker.EffectStopped,
 		"partition": checker.EffectCutOff, "outage": checker.EffectCutOff, "stall": checker.EffectStalled,
-		"pause": checker.EffectPaused, "one-way-partition": checker.EffectBlind,
+		"pause": checker.EffectPaused, "wire-pause": checker.EffectPaused, "one-way-partition": checker.EffectBlind,
 		"redis-pause": checker.EffectBackendDown, "redis-restart-aof": checker.EffectBackendDown,
 		"redis-restart": checker.EffectDataLoss, "redis-restart-from-snapshot": checker.EffectDataLoss,
 		"primary-kill": checker.EffectDataLoss, "primary-isolate": checker.EffectDataLoss, "sentinel-failover": checker.EffectDataLoss,

@@ -262,7 +262,7 @@ func (r *runner) newInProcessInstance(slot int, id string) (*vinstance, error) {
 	in := &vinstance{slot: slot, id: id, link: link, client: client, clock: clock.NewDrifting(clock.Real{}, 1)}
 	in.pclock = clock.NewPausable(in.clock)
 	in.client.AddHook(&recordingHook{instance: id, rec: r.rec, classifier: r.classifier, dead: in.dead.Load,
-		hold: in.hold, defaults: defaultClassifier{leasePrefix: r.keyPrefix + "lease:"}})
+		hold: in.hold, wire: in.atWire, defaults: defaultClassifier{leasePrefix: r.keyPrefix + "lease:"}})
 	nodes := r.nodeClients(in, dial)
 	cfg := InstanceConfig{
 		Nodes: nodes,

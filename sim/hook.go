@@ -33,6 +33,22 @@ type recordingHook struct {
 	// called before a call is sent and again before its reply is handed back, so a reply that arrives
 	// meanwhile is seen only afterwards, as a stopped process sees what its socket buffered.
 	hold func()
+	// wire, when set, is shown every command before it is sent and every reply before it is handed
+	// back: an armed wire pause (chaos.WirePause) freezes the instance there, and hold then waits.
+	wire func(name string, reply bool) bool
+}
+
+// atWire shows the instance's armed wire pause, if any, the commands of a call (before they are sent)
+// or their replies (before they are handed back).
+func (h *recordingHook) atWire(cmds []redis.Cmder, reply bool) {
+	if h.wire == nil {
+		return
+	}
+	for _, c := range cmds {
+		if h.wire(c.Name(), reply) {
+			return
+		}
+	}
 }
 
 func (h *recordingHook) wait() {
@@ -52,12 +68,14 @@ func (h *recordingHook) DialHook(next redis.DialHook) redis.DialHook {
 
 func (h *recordingHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.atWire([]redis.Cmder{cmd}, false)
 		h.wait()
 		if h.dead != nil && h.dead() {
 			return next(ctx, cmd)
 		}
 		at := h.rec.Now()
 		err := next(ctx, cmd)
+		h.atWire([]redis.Cmder{cmd}, true)
 		h.wait()
 		if name, counted := h.ops().record(at, h.rec.Now(), wireArgs(cmd.Args()), replyOf(cmd), err, false); counted {
 			h.rec.Count(h.instance, name, 1)
@@ -68,12 +86,14 @@ func (h *recordingHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 
 func (h *recordingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.atWire(cmds, false)
 		h.wait()
 		if h.dead != nil && h.dead() {
 			return next(ctx, cmds)
 		}
 		at := h.rec.Now()
 		err := next(ctx, cmds)
+		h.atWire(cmds, true)
 		h.wait()
 		end := h.rec.Now()
 		unconfirmed := unconfirmedByWait(cmds, err)

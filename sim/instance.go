@@ -41,6 +41,8 @@ type vinstance struct {
 	calls gate
 	stall gate
 	dead  atomic.Bool
+	// wire is the pause armed on the instance's conversation with Redis, if any (chaos.WirePause).
+	wire atomic.Pointer[wirePause]
 
 	// freezing is set while a pause has been asked for and has not yet taken hold; closing it calls
 	// the pause off.

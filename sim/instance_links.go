@@ -54,7 +54,7 @@ func (r *runner) nodeClients(in *vinstance, dial deploy.Dialer) []redis.Universa
 		c := deploy.NodeClient(n, deploy.ClientOptions{DialTimeout: r.timing.OpTimeout, ReadTimeout: r.timing.OpTimeout,
 			WriteTimeout: r.timing.OpTimeout, PoolSize: 8, MaxRetries: 3}, dial)
 		c.AddHook(&recordingHook{instance: in.id, node: n.Name, rec: r.rec, classifier: r.classifier, dead: in.dead.Load,
-			hold: in.hold, defaults: defaultClassifier{leasePrefix: r.keyPrefix + "lease:"}})
+			hold: in.hold, wire: in.atWire, defaults: defaultClassifier{leasePrefix: r.keyPrefix + "lease:"}})
 		in.nodes = append(in.nodes, c)
 		out = append(out, c)
 	}

@@ -87,7 +87,7 @@ func (r *runner) newProcessInstance(ps *ProcessSystem, slot int, id string) (*vi
 	for i, l := range links {
 		w, err := NewWireRecorder(WireConfig{Recorder: r.rec, Instance: id, Node: names[i], Upstream: l.Addr(),
 			DialTimeout: r.timing.OpTimeout, Classifier: ps, KeyPrefix: r.keyPrefix, LibraryPrefix: ps.keys.Prefix, NoteUnplaced: true, Dead: in.dead.Load,
-			OnFault: p.wireFault})
+			OnFault: p.wireFault, wire: in.atWire, hold: in.hold})
 		if err != nil {
 			return fail(err)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tenurelabs/tenure/chaos"
+	"github.com/tenurelabs/tenure/scenarios"
 	"github.com/tenurelabs/tenure/sim"
 )
 
@@ -227,4 +228,32 @@ func TestSystemFileKeys(t *testing.T) {
 	require.NoError(t, write(`, "keys": {"prefix": "mutex:"}`))
 	require.ErrorContains(t, write(`, "keys": {"prefix": "a b"}`), `prefix "a b": a key prefix has no white space`)
 	require.ErrorContains(t, write(`, "keys": {"pattern": "x"}`), `unknown field "keys.pattern"`)
+}
+
+// The composing nemesis draws wire pauses for a process system, whose check-then-act races live in its
+// own code, and never for a system in this process (whose explored schedules stay what their seeds gave).
+func TestExploreDrawsWirePausesForProcessSystems(t *testing.T) {
+	ps, err := sim.LoadSystemFile(filepath.Join("..", "examples", "asyncio-election", sim.SystemFileName))
+	require.NoError(t, err)
+	sc, err := scenarios.Get("explore-election-redis")
+	require.NoError(t, err)
+	ref, err := sim.Lookup("election-redis")
+	require.NoError(t, err)
+	drawn := 0
+	for seed := int64(1); seed <= 20; seed++ {
+		s, _, err := sim.Plan(sim.Options{System: ps, Scenario: sc, Seed: seed, TimeScale: 1, Backend: "server"})
+		require.NoError(t, err)
+		for _, st := range s {
+			if _, ok := st.Fault.(chaos.WirePause); ok {
+				drawn++
+			}
+		}
+		s, _, err = sim.Plan(sim.Options{System: ref, Scenario: sc, Seed: seed, TimeScale: 1, Backend: "server"})
+		require.NoError(t, err)
+		for _, st := range s {
+			_, ok := st.Fault.(chaos.WirePause)
+			require.False(t, ok, "seed %d: a wire pause drawn for the Redis election", seed)
+		}
+	}
+	require.Greater(t, drawn, 5, "wire pauses drawn for the process system over 20 seeds")
 }

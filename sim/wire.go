@@ -46,6 +46,12 @@ type WireConfig struct {
 	// as it happens.
 	OnFault func(error)
 
+	// wire, when set, is shown every command as it is read from the client and every reply as it is
+	// matched to its command, before either is passed on (an armed chaos.WirePause); when it froze the
+	// instance at a command, the connection's requests wait on hold before they are forwarded.
+	wire func(name string, reply bool) bool
+	hold func()
+
 	_ struct{}
 }
 
@@ -212,7 +218,15 @@ func (w *WireRecorder) serve(client net.Conn) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		pumpUntil(client, up, c.requests)
+		pumpUntil(client, up, func(p []byte) bool {
+			ok := c.requests(p)
+			if c.takeHold() && w.cfg.hold != nil {
+				// The chunk holding the command the pause waited for leaves when the instance wakes,
+				// with whatever was written with it.
+				w.cfg.hold()
+			}
+			return ok
+		})
 		_ = up.Close()
 		_ = client.Close()
 	}()

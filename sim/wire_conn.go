@@ -61,6 +61,17 @@ type wireConn struct {
 	repBroken bool // the server's stream could not be read: no reply can be matched any more
 
 	seen bool // the client has sent something
+	// holdChunk: a wire pause froze the instance at a command of the chunk being read; the chunk waits.
+	holdChunk bool
+}
+
+// takeHold reports, once, whether the chunk just read must wait for the instance to wake.
+func (c *wireConn) takeHold() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h := c.holdChunk
+	c.holdChunk = false
+	return h
 }
 
 // maxHeld bounds the answered commands held for a WAIT: a client that never lets its connection go
@@ -114,6 +125,9 @@ func (c *wireConn) command(args []string) {
 		cmd.args[i] = a
 	}
 	cmd.skip = c.w.cfg.Dead != nil && c.w.cfg.Dead()
+	if !cmd.skip && c.w.cfg.wire != nil && c.w.cfg.wire(cmd.name, false) {
+		c.holdChunk = true
+	}
 	sub := ""
 	if len(args) > 1 {
 		sub = strings.ToLower(args[1])
@@ -232,6 +246,11 @@ func (c *wireConn) reply(v resp.Value) {
 	}
 	cmd := c.out[0]
 	c.out = c.out[1:]
+	if !cmd.skip && c.w.cfg.wire != nil {
+		// A pause at this reply freezes the instance before the reply is passed on: it finds it in its
+		// socket on waking.
+		c.w.cfg.wire(cmd.name, true)
+	}
 	if cmd.confirmations > 0 {
 		c.settle() // a subscription change that failed: housekeeping, not recorded
 		return
