@@ -59,7 +59,7 @@ type Meta struct {
 	// Interrupted is set when the run was stopped early (Ctrl-C): the history is partial.
 	Interrupted bool `json:"interrupted,omitempty"`
 	// Virtual is set on a run in virtual time: in a bubble whose clock stands still while code runs,
-	// against an in-memory Redis (StartedAt is then the bubble's clock, in the year 2000).
+	// against an in-memory Redis (event times are the bubble's; StartedAt is still the wall clock's).
 	Virtual bool `json:"virtual,omitempty"`
 	// Assumptions are what the system under test relies on in this run: the checker judges every
 	// violation against them (inside them a violation is a defect; outside them it is expected, and

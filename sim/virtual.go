@@ -90,6 +90,7 @@ func runVirtual(ctx context.Context, o Options) (res Result, err error) {
 		}
 	}()
 	var clock atomic.Int64 // the bubble's clock, for the stall watch
+	wall := time.Now()     // the bubble's own clock starts in the year 2000: the reader wants this one
 	finished := make(chan struct{})
 	go watchStall(&clock, finished)
 	berr := bubble.Run(func() {
@@ -117,6 +118,9 @@ func runVirtual(ctx context.Context, o Options) (res Result, err error) {
 		linger(base)
 	})
 	close(finished)
+	if len(res.History.Events) > 0 || !res.History.Meta.StartedAt.IsZero() {
+		res.History.Meta.StartedAt = wall.UTC()
+	}
 	if berr != nil {
 		if len(res.History.Events) > 0 && err == nil {
 			// The run ended and produced its history; what was left behind is a clean-up fault.

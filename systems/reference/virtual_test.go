@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tenurelabs/tenure/checker"
 	"github.com/tenurelabs/tenure/internal/bubble"
@@ -57,5 +58,23 @@ func TestVirtualCatalogue(t *testing.T) {
 	}
 	if accepted < 40 {
 		t.Errorf("virtual time accepted %d scenarios of the catalogue, want every single-node one (at least 40)", accepted)
+	}
+}
+
+// A run in virtual time keeps its events on the bubble's clock, which starts in the year 2000, and
+// records when it really started: reports and JUnit files show the wall clock's date.
+func TestVirtualRunRecordsTheWallClockStart(t *testing.T) {
+	bubble.ForTest(t)
+	sc, err := scenarios.Get("crash-failover")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := time.Now()
+	res, err := sim.Run(context.Background(), sim.Options{System: reference.NewReference(), Scenario: sc, Seed: 1, TimeScale: 1, Virtual: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.History.Meta.StartedAt; got.Before(before.Add(-time.Second)) || got.After(time.Now().Add(time.Second)) {
+		t.Errorf("a virtual run's recorded start is %v, not the wall clock's (%v)", got, before)
 	}
 }
