@@ -6,7 +6,7 @@ CI_REDIS  ?= server
 # A pinned seed keeps the gate reproducible; the soak suite explores other seeds.
 CI_SEED   ?= 1
 
-.PHONY: run test setup unit mutants suite campaign bench lint build clean
+.PHONY: run test setup unit mutants suite campaign agree bench lint build clean
 
 build:
 	$(GO) build -o $(SIMRUN) ./cmd/simrun
@@ -110,6 +110,30 @@ campaign: build
 	    --shard $$i/$(CAMPAIGN_SHARDS) --out $(CAMPAIGN_OUT)/shard-$$i || [ $$? -ne 130 ] || exit 130; \
 	done
 	$(SIMRUN) campaign merge $(CAMPAIGN_OUT)/merged $(CAMPAIGN_OUT)/shard-*
+
+## agree: virtual time against real time on every system that runs on one Redis (the reference, the
+##        baselines, the peers): the ci suite's scenarios virtual time holds, AGREE_SEEDS seeds a cell,
+##        as a matrix in virtual time (a minute; Redlock's row is refused there), then the same cells
+##        in real time against a private redis-server (about an hour), compared cell by cell (simrun
+##        matrix compare; its exit status is the target's). AGREE_RECORD=1 then keeps the real verdicts
+##        as the record `make test` compares virtual time with
+##        (internal/virtualcheck/testdata/real-verdicts.tsv)
+AGREE_SEEDS ?= 2
+AGREE_OUT   ?= simrun-out/agree
+AGREE_RECORD ?=
+agree: build
+	rm -rf $(AGREE_OUT) && mkdir -p $(AGREE_OUT)
+	@$(SIMRUN) matrix --virtual --suite ci --time-scale 0.1 --seeds $(AGREE_SEEDS) --out $(AGREE_OUT)/virtual >$(AGREE_OUT)/virtual.log 2>&1 \
+	  || { cat $(AGREE_OUT)/virtual.log; exit 1; }
+	@# The cells the virtual matrix held, in real time. Exit 1 (an unexpected cell) or 3 (inconclusive)
+	@# still leaves verdicts to compare.
+	@$(SIMRUN) matrix --cells-of $(AGREE_OUT)/virtual --suite ci --redis $(CI_REDIS) --seeds $(AGREE_SEEDS) \
+	  --out $(AGREE_OUT)/real; code=$$?; [ $$code -le 1 ] || [ $$code -eq 3 ] || exit $$code
+	$(SIMRUN) matrix compare $(AGREE_OUT)/real $(AGREE_OUT)/virtual
+	@if [ -n "$(AGREE_RECORD)" ]; then \
+	  { echo "# measured by make agree on $$(date -u +%F), commit $$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"; \
+	    cat $(AGREE_OUT)/real/verdicts.tsv; } > internal/virtualcheck/testdata/real-verdicts.tsv; \
+	  echo "recorded internal/virtualcheck/testdata/real-verdicts.tsv"; fi
 
 ## bench: library and checker benchmarks, then the harness's figures (failover, handoff, commands per
 ##        renewal, peak memory) over seeds 1-5; docs/performance.md's first table comes from the second part;
