@@ -52,7 +52,7 @@ const (
 func EffectOf(f *history.Fault) Effect {
 	name := strings.ToLower(f.Name)
 	switch name {
-	case "crash", "restart", "aborted-start":
+	case "crash", "restart", "aborted-start", "exit":
 		return EffectGone
 	case "stop":
 		return EffectStopped
@@ -311,10 +311,23 @@ func (ef *effects) readLifecycle() {
 		if ie == nil || ie.goneBy != nil || e.At != ie.gone {
 			continue
 		}
-		if e.Lifecycle.Change == history.LifeStopped {
+		switch e.Lifecycle.Change {
+		case history.LifeStopped:
 			ie.graceful = true
+		case history.LifeCrashed:
+			// It ended by itself, with no fault of the harness on it (a process that exited): a failed
+			// holder all the same, whose end its takeovers are measured from, as after a crash.
+			ie.goneBy = selfExit(e)
 		}
 	}
+}
+
+// selfExit is the fault an instance's own end stands for in the model, when it ended without the
+// harness's doing: named "exit", its effect that of a crash.
+func selfExit(e *history.Event) *history.Event {
+	return &history.Event{Seq: e.Seq, Kind: history.KindFault, At: e.At, End: e.At,
+		Fault: &history.Fault{ID: "self", Name: "exit", Targets: []string{e.Instance}, Removes: true,
+			Params: map[string]string{"how": "the instance exited by itself"}}}
 }
 
 // promotionOf returns the promotion fault fe caused, if the history shows one: the first promotion

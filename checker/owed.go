@@ -287,6 +287,8 @@ func (m *model) holdingEndOf(ep, in string, t time.Duration, beliefs bool) (time
 			w := "it left the fleet"
 			if ie.graceful {
 				w = "it stopped gracefully"
+			} else if ie.goneBy != nil && ie.goneBy.Fault.ID == "self" {
+				w = "it exited by itself"
 			} else if ie.goneBy != nil {
 				w = "it was removed by " + ie.goneBy.Fault.ID + " " + ie.goneBy.Fault.Name
 			}
