@@ -80,6 +80,9 @@ func TestExampleSurvivesACrash(t *testing.T) {
 		{"node-sesamecare-redlock", "crash-failover", func(t *testing.T) {
 			needsNode(t, "node-sesamecare-redlock", "@sesamecare-oss/redlock")
 		}},
+		{"node-redis-semaphore", "crash-failover", func(t *testing.T) {
+			needsNode(t, "node-redis-semaphore", "redis-semaphore")
+		}},
 		{"java-election", "election-leader-crash-redis", func(t *testing.T) { needsJava(t) }},
 	} {
 		t.Run(tc.system, func(t *testing.T) {

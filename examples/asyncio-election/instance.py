@@ -103,13 +103,17 @@ async def campaign(r, role, stopping):
 
 
 async def act(role, stopping):
-    """While we lead, do the work every poll interval."""
+    """While we lead, do the work every poll interval, counted from the start of the round before (a
+    poll itself takes TENURE_POLL_DURATION_MS); behind, it does not catch up."""
+    loop = asyncio.get_running_loop()
+    due = loop.time()
     while not stopping.is_set():
         if role.leader:
             status = await tell("/poll", {"endpoint": role.name, "token": 0})
             if status != 200:
                 log.warning("%s: poll answered %d", role.name, status)
-        await pause(stopping, POLL_S)
+        due = max(due + POLL_S, loop.time())
+        await pause(stopping, due - loop.time())
 
 
 async def main():

@@ -120,13 +120,17 @@ public class Election {
     /** Runs step every interval until the stop, an error only logged. */
     static Thread loop(String what, long everyMs, Step step) {
         Thread t = new Thread(() -> {
+            // Every everyMs counted from the start of the round before (a round takes time itself);
+            // behind, it does not catch up.
+            long due = System.nanoTime();
             do {
                 try {
                     step.run();
                 } catch (IOException e) {
                     System.err.println(what + ": " + e.getMessage() + "; trying again at the next round");
                 }
-            } while (!pause(everyMs));
+                due = Math.max(due + everyMs * 1_000_000L, System.nanoTime());
+            } while (!pause(Math.max(0L, (due - System.nanoTime()) / 1_000_000L)));
         }, what);
         t.start();
         return t;

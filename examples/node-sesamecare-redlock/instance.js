@@ -52,9 +52,13 @@ const holdings = new Map(); // endpoint -> { active, done }
 async function work(endpoint, h, signal) {
   h.held = true;
   await post('/belief', { endpoint, held: true, token: 0, reason: 'acquired' });
+  // One poll every poll interval, counted from the start of the one before (a poll itself takes
+  // TENURE_POLL_DURATION_MS): the cadence the protocol asks for. Behind, it does not catch up.
+  let due = Date.now();
   while (!signal.aborted && h.active && !stopping.signal.aborted) {
     await post('/poll', { endpoint, token: 0 });
-    await sleep(ms('TENURE_POLL_INTERVAL_MS'), undefined, { signal: stopping.signal }).catch(() => {});
+    due = Math.max(due + ms('TENURE_POLL_INTERVAL_MS'), Date.now());
+    await sleep(due - Date.now(), undefined, { signal: stopping.signal }).catch(() => {});
   }
   const reason = signal.aborted ? `lost: ${signal.error?.message}` : 'released';
   console.error(endpoint, reason);

@@ -84,9 +84,13 @@ class Holding:
             post("/belief", {"endpoint": self.endpoint, "held": False, "token": 0, "reason": reason})
 
     def poll(self):
+        # One poll every poll interval, counted from the start of the one before (a poll itself takes
+        # TENURE_POLL_DURATION_MS): the cadence the protocol asks for. Behind, it does not catch up.
+        due = time.monotonic()
         while self.held and not self.leaving:
             post("/poll", {"endpoint": self.endpoint, "token": 0})
-            if nap(POLL_S):
+            due = max(due + POLL_S, time.monotonic())
+            if nap(due - time.monotonic()):
                 return
 
     def renew(self):
