@@ -54,8 +54,8 @@ var ExploreEpisodes = []string{
 // ExploreExtra are the episodes Explore knows beyond ExploreEpisodes, drawn only when named:
 //
 //   - wire-pause: the holder of an endpoint is frozen for a TTL or more at a drawn point of its
-//     conversation with Redis, where check-then-act races live (after a read's reply, before a write:
-//     WirePausePoints); a system that never sends that command is not paused.
+//     conversation with Redis, where check-then-act races live (after a read's reply, before a write,
+//     after a write's reply: WirePausePoints), at the first command of the kind it sends.
 var ExploreExtra = []string{"wire-pause"}
 
 // WirePausePoint is a point of an instance's conversation with Redis a wire pause can take hold at.
@@ -64,13 +64,14 @@ type WirePausePoint struct {
 	After   bool
 }
 
-// WirePausePoints are the points the wire-pause episode draws from: after the reply to a read a renewal
-// or a release decides on, before the write it then sends, and after the replies to the writes and
-// scripts themselves (the last moment a holder learns it holds).
+// WirePausePoints are the points the wire-pause episode draws from, each a kind of command so that
+// whatever client a system uses sends one: after the reply to a read a renewal or a release decides
+// on, before the write it then sends, and after the reply to a write or a script (the last moment a
+// holder learns it holds).
 var WirePausePoints = []WirePausePoint{
-	{"GET", true}, {"EXISTS", true}, {"PTTL", true}, {"TTL", true},
-	{"EXPIRE", false}, {"PEXPIRE", false}, {"DEL", false}, {"SET", false}, {"SETEX", false},
-	{"SET", true}, {"EXPIRE", true}, {"PEXPIRE", true}, {"EVALSHA", true}, {"EVAL", true},
+	{"GET|EXISTS|TTL|PTTL|MGET", true},
+	{"EXPIRE|PEXPIRE|DEL|UNLINK|SET|SETEX|PSETEX|EVAL|EVALSHA", false},
+	{"SET|SETEX|PSETEX|EXPIRE|PEXPIRE|EVAL|EVALSHA", true},
 }
 
 // ExploreOptions shape a composing schedule. All times are spec times.

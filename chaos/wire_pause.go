@@ -31,7 +31,8 @@ type WirePause struct {
 	Of string `json:"of,omitempty"`
 	// OrSlot, with Of, targets the instance in Slot when nobody holds Of at that moment.
 	OrSlot bool `json:"or_slot,omitempty"`
-	// Command is the Redis command the pause waits for (GET, EXPIRE, DEL, ...: a name, in any case).
+	// Command is the Redis command the pause waits for (GET, EXPIRE, DEL, ...: a name, in any case), or
+	// several separated by "|" (GET|EXISTS: the first of them to come).
 	Command string `json:"command"`
 	// After pauses once the command's reply has reached the instance, before it acts on it; without
 	// it, the pause comes just before the command leaves.
@@ -77,19 +78,34 @@ func (f WirePause) MarshalJSON() ([]byte, error) {
 	return json.Marshal(m)
 }
 
-// Where says where the pause takes hold, in words: "after the reply to GET", "before EXPIRE".
+// Where says where the pause takes hold, in words: "after the reply to GET", "before EXPIRE", "before
+// EXPIRE or DEL".
 func (f WirePause) Where() string {
+	names := strings.Join(WireCommands(f.Command), " or ")
 	if f.After {
-		return "after the reply to " + strings.ToUpper(f.Command)
+		return "after the reply to " + names
 	}
-	return "before " + strings.ToUpper(f.Command)
+	return "before " + names
+}
+
+// WireCommands splits a WirePause's Command into its names, upper case.
+func WireCommands(command string) []string {
+	var out []string
+	for _, n := range strings.Split(command, "|") {
+		out = append(out, strings.ToUpper(strings.TrimSpace(n)))
+	}
+	return out
 }
 
 // Validate checks the fault's own parameters.
 func (f WirePause) Validate() error {
+	bad := strings.TrimSpace(f.Command) == "" || strings.ContainsAny(f.Command, " \t\r\n")
+	for _, n := range WireCommands(f.Command) {
+		bad = bad || n == ""
+	}
 	switch {
-	case strings.TrimSpace(f.Command) == "" || strings.ContainsAny(f.Command, " \t\r\n"):
-		return fmt.Errorf("wire-pause: command %q must be one Redis command name (GET, EXPIRE, DEL, ...)", f.Command)
+	case bad:
+		return fmt.Errorf("wire-pause: command %q must be a Redis command name (GET, EXPIRE, DEL, ...), or several separated by |", f.Command)
 	case f.For <= 0:
 		return fmt.Errorf("wire-pause: for must be a positive duration (how long the pause lasts), got %v", f.For)
 	case f.Within < 0:
@@ -111,7 +127,7 @@ func (f WirePause) Apply(_ context.Context, env Env) (func(context.Context) erro
 	if err != nil {
 		return nil, Applied{}, err
 	}
-	a := Applied{Targets: []string{id}, Params: map[string]string{"slot": strconv.Itoa(f.Slot), "command": strings.ToUpper(f.Command),
+	a := Applied{Targets: []string{id}, Params: map[string]string{"slot": strconv.Itoa(f.Slot), "command": strings.Join(WireCommands(f.Command), "|"),
 		"at": f.Where(), "for": ms(f.For)}}
 	if f.Of != "" {
 		delete(a.Params, "slot")

@@ -16,6 +16,8 @@ func TestWirePauseParameters(t *testing.T) {
 	require.NoError(t, f.Validate())
 	require.Equal(t, "after the reply to GET", f.Where())
 	require.Equal(t, "before EXPIRE", chaos.WirePause{Command: "expire", For: time.Second}.Where())
+	require.Equal(t, "before EXPIRE or DEL", chaos.WirePause{Command: "expire|del", For: time.Second}.Where())
+	require.NoError(t, chaos.WirePause{Command: "EXPIRE|DEL", For: time.Second}.Validate())
 	b, err := json.Marshal(f)
 	require.NoError(t, err)
 	require.JSONEq(t, `{"slot":0,"of":"ep-0","command":"get","after":true,"for":"45s","within":"10s"}`, string(b))
@@ -26,6 +28,8 @@ func TestWirePauseParameters(t *testing.T) {
 	for _, bad := range []chaos.WirePause{
 		{Command: "", For: time.Second},
 		{Command: "GET key", For: time.Second},
+		{Command: "GET||DEL", For: time.Second},
+		{Command: "GET|", For: time.Second},
 		{Command: "GET", For: 0},
 		{Command: "GET", For: time.Second, Within: -time.Second},
 	} {

@@ -3,11 +3,13 @@ package sim
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/tenurelabs/tenure/chaos"
 	"github.com/tenurelabs/tenure/history"
 )
 
@@ -15,10 +17,10 @@ import (
 // hook (a system in this process) or its wire recorder (a process system) shows it every command
 // before it is sent and every reply before it is handed on; at its point it freezes the instance, once.
 type wirePause struct {
-	command string // lower case
-	after   bool
-	taken   atomic.Bool
-	take    func() // freezes the instance and schedules its waking; called at most once
+	commands []string // upper case: any of them
+	after    bool
+	taken    atomic.Bool
+	take     func() // freezes the instance and schedules its waking; called at most once
 	// over is closed when a pause that took hold has ended.
 	over chan struct{}
 }
@@ -27,7 +29,7 @@ type wirePause struct {
 // is handed on), and freezes the instance when this is the armed point. It reports whether it did: the
 // caller then waits on the instance's calls before it passes anything on.
 func (p *wirePause) at(name string, reply bool) bool {
-	if p == nil || reply != p.after || !strings.EqualFold(name, p.command) || !p.taken.CompareAndSwap(false, true) {
+	if p == nil || reply != p.after || !slices.Contains(p.commands, strings.ToUpper(name)) || !p.taken.CompareAndSwap(false, true) {
 		return false
 	}
 	p.take()
@@ -47,11 +49,8 @@ func (r *runner) PauseAtWire(id, command string, after bool, d, within time.Dura
 	if err != nil {
 		return nil, err
 	}
-	p := &wirePause{command: strings.ToLower(command), after: after, over: make(chan struct{})}
-	where := "before " + strings.ToUpper(command)
-	if after {
-		where = "after the reply to " + strings.ToUpper(command)
-	}
+	p := &wirePause{commands: chaos.WireCommands(command), after: after, over: make(chan struct{})}
+	where := chaos.WirePause{Command: command, After: after}.Where()
 	var once sync.Once
 	end := func() { once.Do(func() { close(p.over) }) }
 	p.take = func() {
