@@ -274,7 +274,7 @@ func TestMatrixBadFlags(t *testing.T) {
 		{[]string{"--systems", "reference", "--scenarios", "election-leader-crash-pg"}, "no system of reference fits"},
 		{[]string{"--seeds", "0"}, "at least 1"},
 		{[]string{"--parallel", "0"}, "--parallel must be at least 1"},
-		{[]string{"--system", "reference"}, "unknown flag --system for matrix: did you mean --systems?"},
+		{[]string{"--system", "reference"}, "unknown flag --system for matrix: did you mean --systems or --suite?"},
 		{[]string{"gc-pause"}, "no positional arguments"},
 		{[]string{"--redis", "bogus"}, "bogus"},
 		{[]string{"--out", full}, "holds files simrun did not write (1 entry: x)"},
