@@ -233,14 +233,23 @@ func (c *Cluster) create(ctx context.Context) error {
 			return fmt.Errorf("deploy: CLUSTER MEET %s: %w", n.Announced(), err)
 		}
 	}
-	// A replica can be attached only once it knows its primary.
+	// A replica can be attached only once it knows its primary. A node whose handshake did not complete
+	// within the node timeout (a loaded machine) is forgotten, and gossip never brings it back: the
+	// replica then meets its primary itself, once a second while it does not know it.
 	deadline := time.Now().Add(c.opts.ReadyTimeout)
 	for _, r := range c.nodes[clusterShards:] {
 		primary := c.nodes[r.Shard]
+		host, port, _ := net.SplitHostPort(primary.Announced())
+		_, bus, _ := net.SplitHostPort(primary.BusLink.Addr())
+		var met time.Time
 		for {
 			err := r.ctl.ClusterReplicate(ctx, primary.ID).Err()
 			if err == nil {
 				break
+			}
+			if strings.Contains(err.Error(), "Unknown node") && time.Since(met) >= time.Second {
+				met = time.Now()
+				_ = r.ctl.Do(ctx, "CLUSTER", "MEET", host, port, bus).Err() // the retry says what failed
 			}
 			if time.Now().After(deadline) || ctx.Err() != nil {
 				return fmt.Errorf("deploy: CLUSTER REPLICATE %s on %s: %w", primary.ID, r.Announced(), errors.Join(err, ctx.Err()))
