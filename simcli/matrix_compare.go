@@ -55,33 +55,23 @@ const fileVerdicts = reports.FileVerdicts
 type runVerdict struct {
 	system, scenario string
 	seed             int64
-	outcome          string // pass, fail, inconclusive or error
+	outcome          outcome // a campaign's: pass, fail, inconclusive, error (or interrupted, from result.json)
 	words            []string
 }
-
-// Run outcomes in a verdicts file.
-const (
-	outcomePass         = "pass"
-	outcomeFail         = "fail"
-	outcomeInconclusive = "inconclusive"
-	outcomeError        = "error"
-)
 
 // verdictsOf lists a matrix's runs for its verdicts file.
 func verdictsOf(cells []matrixCell) []runVerdict {
 	var out []runVerdict
 	for _, c := range cells {
 		for _, r := range c.runs {
-			v := runVerdict{system: c.system, scenario: c.scenario, seed: r.seed, words: r.words}
+			v := runVerdict{system: c.system, scenario: c.scenario, seed: r.seed, words: r.words, outcome: outFail}
 			switch {
 			case r.errored:
-				v.outcome = outcomeError
+				v.outcome = outError
 			case r.passed:
-				v.outcome = outcomePass
+				v.outcome = outPass
 			case r.inconclusive:
-				v.outcome = outcomeInconclusive
-			default:
-				v.outcome = outcomeFail
+				v.outcome = outInconclusive
 			}
 			out = append(out, v)
 		}
@@ -162,18 +152,8 @@ func loadVerdicts(path string) ([]runVerdict, error) {
 		for _, inv := range res.Invariants {
 			outcomes[inv.Invariant] = inv.Outcome
 		}
-		v := runVerdict{system: res.System, scenario: res.Scenario, seed: res.Seed, words: violatedWords(outcomes)}
-		switch {
-		case res.Interrupted:
-			v.outcome = outcomeError
-		case res.Passed:
-			v.outcome = outcomePass
-		case res.Inconclusive:
-			v.outcome = outcomeInconclusive
-		default:
-			v.outcome = outcomeFail
-		}
-		runs = append(runs, v)
+		runs = append(runs, runVerdict{system: res.System, scenario: res.Scenario, seed: res.Seed, words: violatedWords(outcomes),
+			outcome: outcomeOf(res)})
 		return nil
 	})
 	if err != nil {
@@ -207,9 +187,9 @@ func parseVerdictsFile(path string) ([]runVerdict, error) {
 		if err != nil {
 			return nil, bad("seed " + strconv.Quote(fields[2]) + " is not a number")
 		}
-		v := runVerdict{system: fields[0], scenario: fields[1], seed: seed, outcome: fields[3]}
-		if !slices.Contains([]string{outcomePass, outcomeFail, outcomeInconclusive, outcomeError}, v.outcome) {
-			return nil, bad("outcome " + strconv.Quote(v.outcome) + " is none of pass, fail, inconclusive, error")
+		v := runVerdict{system: fields[0], scenario: fields[1], seed: seed, outcome: outcome(fields[3])}
+		if !slices.Contains([]outcome{outPass, outFail, outInconclusive, outError, outInterrupted}, v.outcome) {
+			return nil, bad("outcome " + strconv.Quote(fields[3]) + " is none of pass, fail, inconclusive, error, interrupted")
 		}
 		if fields[4] != "-" {
 			v.words = strings.Fields(fields[4])
@@ -230,9 +210,9 @@ type sideOf struct {
 
 func (s *sideOf) add(v runVerdict) {
 	switch v.outcome {
-	case outcomePass:
+	case outPass:
 		s.pass++
-	case outcomeFail:
+	case outFail:
 		s.fail++
 		for _, w := range v.words {
 			if !slices.Contains(s.words, w) {
